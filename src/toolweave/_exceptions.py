@@ -1,0 +1,178 @@
+"""The one error tree of toolweave.
+
+```
+ToolweaveError
+├── UsageError (ValueError)            misuse of the library: bad config, bad tool definition
+│   ├── ToolDefinitionError            @tool could not build a tool from a function
+│   └── ConfigError                    a setting is invalid or inconsistent
+├── ToolError                          one call failed; becomes an error ToolResult, never escapes dispatch
+│   ├── UnknownToolError               the model named a tool that is not registered
+│   ├── ToolInputError                 the input failed schema or `validate_input` checks
+│   ├── ToolTimeoutError               the call ran past its timeout
+│   ├── PermissionDeniedError          a rule, hook, mode or handler refused the call
+│   └── WorkspaceEscapeError           a path leads outside the workspace root
+├── ModelError                         a provider failed (translated from the SDKs at one seam)
+│   ├── RateLimitedError               429; carries `retry_after` seconds when the server sent one
+│   ├── OverloadedError                overloaded / 529 / 503
+│   ├── PromptTooLongError             the request does not fit the context window
+│   ├── AuthenticationError            401 / 403
+│   ├── BadRequestError                400 and other 4xx the request itself caused
+│   ├── ModelConnectionError           transport failure, timeout, or a stream cut mid-way
+│   ├── ModelServerError               5xx other than overload
+│   └── UnexpectedModelCallError       a ScriptedModel was called past the end of its script
+├── ControlSignal                      raised by a tool on purpose to steer the loop
+│   ├── ModelRetry                     "tell the model this and let it try again"
+│   └── StopRun                        end the run after this batch
+├── StoreError                         the session store could not read or write
+└── InternalError                      a broken invariant inside toolweave (a bug: please report it)
+```
+
+Tool failures never raise out of `Dispatcher.dispatch`: they become
+`ToolResult(is_error=True)`. Provider errors are raised as the most specific
+`ModelError` subclass with the SDK exception chained as `__cause__`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigError",
+    "ControlSignal",
+    "InternalError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelRetry",
+    "ModelServerError",
+    "OverloadedError",
+    "PermissionDeniedError",
+    "PromptTooLongError",
+    "RateLimitedError",
+    "StopRun",
+    "StoreError",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolInputError",
+    "ToolTimeoutError",
+    "ToolweaveError",
+    "UnexpectedModelCallError",
+    "UnknownToolError",
+    "UsageError",
+    "WorkspaceEscapeError",
+]
+
+
+class ToolweaveError(Exception):
+    """Base class of every error toolweave raises on purpose."""
+
+
+class UsageError(ToolweaveError, ValueError):
+    """The library was used in a way it does not support."""
+
+
+class ToolDefinitionError(UsageError):
+    """A function could not be turned into a tool (bad signature, bad options)."""
+
+
+class ConfigError(UsageError):
+    """A configuration value is invalid or inconsistent with another."""
+
+
+class ToolError(ToolweaveError):
+    """One tool call failed. The lifecycle turns it into an error result."""
+
+
+class UnknownToolError(ToolError):
+    """The model asked for a tool that is not registered (a hallucinated name)."""
+
+
+class ToolInputError(ToolError):
+    """The call's input failed validation; the message tells the model what was wrong."""
+
+
+class ToolTimeoutError(ToolError):
+    """The call ran past its timeout. A tool error, never a run abort."""
+
+
+class PermissionDeniedError(ToolError):
+    """A deny rule, a hook, the permission mode or the ask handler refused the call."""
+
+
+class WorkspaceEscapeError(ToolError):
+    """A path resolves outside the workspace root (via `..`, an absolute path or a link)."""
+
+
+class ModelError(ToolweaveError):
+    """A model provider failed. Subclasses say whether a retry can help."""
+
+    retryable: bool = False
+
+
+class RateLimitedError(ModelError):
+    """The provider rate-limited the request (HTTP 429)."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait, parsed from Retry-After; None if absent."""
+
+
+class OverloadedError(ModelError):
+    """The provider is overloaded (Anthropic 529, HTTP 503)."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait, parsed from Retry-After; None if absent."""
+
+
+class PromptTooLongError(ModelError):
+    """The request does not fit the model's context window."""
+
+
+class AuthenticationError(ModelError):
+    """The API key is missing, wrong, or not allowed to use this model."""
+
+
+class BadRequestError(ModelError):
+    """The provider rejected the request itself (HTTP 400 and similar)."""
+
+
+class ModelConnectionError(ModelError):
+    """The connection failed, timed out, or the stream was cut mid-way."""
+
+    retryable = True
+
+
+class ModelServerError(ModelError):
+    """The provider failed on its side (HTTP 5xx other than overload)."""
+
+    retryable = True
+
+
+class UnexpectedModelCallError(ModelError):
+    """A scripted model was called more times than its script has responses."""
+
+
+class ControlSignal(ToolweaveError):
+    """Raised by a tool on purpose to steer the loop rather than to report a failure."""
+
+
+class ModelRetry(ControlSignal):
+    """Raise from a tool to send the message back to the model as an error result."""
+
+
+class StopRun(ControlSignal):
+    """Raise from a tool to end the run after the current batch."""
+
+
+class StoreError(ToolweaveError):
+    """The session store could not read or write."""
+
+
+class InternalError(ToolweaveError):
+    """An invariant inside toolweave broke. This is a bug in toolweave."""

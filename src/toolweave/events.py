@@ -1,0 +1,279 @@
+"""Typed events: what a run reports while it goes.
+
+Every event is a frozen dataclass with the anyio time it was created (`at`), so
+that under trio's MockClock timelines are exact. Tool events carry the call id:
+`ToolUseStarted` arrives in call order, `ToolResultReady` in completion order.
+Events are created inside an event loop (they read `anyio.current_time()`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, TypeAlias
+
+import anyio
+
+from .messages import Message, ModelResponse, ToolCall, ToolResult, Usage
+
+__all__ = [
+    "CompactBoundary",
+    "CompletionReason",
+    "Event",
+    "IterationStarted",
+    "LoopTransition",
+    "ModelCallFinished",
+    "ModelCallStarted",
+    "ReasoningDelta",
+    "Retry",
+    "RunFinished",
+    "RunStarted",
+    "TextDelta",
+    "ToolProgress",
+    "ToolResultReady",
+    "ToolRunning",
+    "ToolUseStarted",
+    "Warning",
+]
+
+
+def _now() -> float:
+    return anyio.current_time()
+
+
+class CompletionReason(enum.Enum):
+    """How a run ended. Every run ends with exactly one of these; none is hidden."""
+
+    COMPLETED = "completed"
+    TRUNCATED = "truncated"
+    MAX_ITERATIONS = "max_iterations"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    COST_BUDGET_EXCEEDED = "cost_budget_exceeded"
+    ERROR = "error"
+    INTERRUPTED = "interrupted"
+    HOOK_STOPPED = "hook_stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A run began."""
+
+    run_id: str
+    """Identifies the run (and its stored session)."""
+    prompt: str
+    """The user's prompt."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class IterationStarted:
+    """One model call plus its tool batch began."""
+
+    iteration: int
+    """1-based iteration number."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallStarted:
+    """A request went to the model (the start of the streaming interval)."""
+
+    iteration: int
+    """The iteration this call belongs to."""
+    model: str
+    """The model name asked."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallFinished:
+    """The model's response is final (the end of the streaming interval)."""
+
+    iteration: int
+    """The iteration this call belongs to."""
+    response: ModelResponse
+    """The aggregated response."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the model's visible text, as it streams."""
+
+    text: str
+    """The new text."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning, as it streams."""
+
+    text: str
+    """The new reasoning text."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseStarted:
+    """A call was admitted by the scheduler. Emitted in call order."""
+
+    call: ToolCall
+    """The call."""
+    _: KW_ONLY
+    iteration: int = 0
+    """The iteration of the batch (0 outside an agent run)."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRunning:
+    """A call actually began executing (its dependencies and slot were granted)."""
+
+    call_id: str
+    """The call's id."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool reported progress. Delivered at once, in no particular order."""
+
+    call_id: str
+    """The call's id."""
+    message: str
+    """What the tool said."""
+    _: KW_ONLY
+    fraction: float | None = None
+    """Completion between 0 and 1, if the tool knows it."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultReady:
+    """A call finished. Emitted in completion order; match it by `result.call_id`."""
+
+    call: ToolCall
+    """The call."""
+    result: ToolResult
+    """Its result."""
+    _: KW_ONLY
+    iteration: int = 0
+    """The iteration of the batch (0 outside an agent run)."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A model call failed and will be retried (possibly on a fallback model)."""
+
+    attempt: int
+    """The attempt that failed (1-based)."""
+    delay: float
+    """Seconds until the next attempt."""
+    error: str
+    """What went wrong."""
+    _: KW_ONLY
+    model: str | None = None
+    """The model the next attempt will use."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactBoundary:
+    """The conversation was compacted."""
+
+    messages_before: int
+    """Message count before compaction."""
+    messages_after: int
+    """Message count after compaction."""
+    _: KW_ONLY
+    reason: str = "auto"
+    """Why: ``"auto"``, ``"prompt_too_long"`` or ``"manual"``."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopTransition:
+    """The loop moved to its next step for a stated reason (seed 002 §8)."""
+
+    reason: str
+    """A short machine-readable reason, such as ``"tool_use"`` or ``"max_tokens_recovery"``."""
+    _: KW_ONLY
+    detail: str = ""
+    """Human-readable detail."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class Warning:  # noqa: A001 - the event is a warning; the builtin is not used here
+    """Something the user should know that did not stop the run."""
+
+    message: str
+    """What happened."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run ended. Always the last event of a run."""
+
+    reason: CompletionReason
+    """How it ended."""
+    output: str
+    """The final text (possibly partial, with a marker, when truncated)."""
+    _: KW_ONLY
+    usage: Usage = field(default_factory=Usage)
+    """Tokens used across the run."""
+    cost: float = 0.0
+    """Estimated USD cost."""
+    messages: tuple[Message, ...] = ()
+    """The whole transcript."""
+    detail: str = ""
+    """Why it ended, in words (for ERROR and budget stops)."""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Anything else the loop wants to report."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+Event: TypeAlias = (
+    RunStarted
+    | IterationStarted
+    | ModelCallStarted
+    | ModelCallFinished
+    | TextDelta
+    | ReasoningDelta
+    | ToolUseStarted
+    | ToolRunning
+    | ToolProgress
+    | ToolResultReady
+    | Retry
+    | CompactBoundary
+    | LoopTransition
+    | Warning
+    | RunFinished
+)
+"""Any event a run can emit."""

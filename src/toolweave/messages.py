@@ -1,0 +1,259 @@
+"""Neutral transcript blocks: what a conversation is made of, independent of any provider.
+
+Every provider adapter translates to and from these types, so the loop, the
+scheduler and the session store never see a vendor format. All values are frozen:
+a transcript, once written, does not change under anyone's feet.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "AssistantBlock",
+    "ContentBlock",
+    "Image",
+    "Message",
+    "ModelResponse",
+    "Role",
+    "StopReason",
+    "Text",
+    "Thinking",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+]
+
+
+class StopReason(enum.Enum):
+    """Why the model stopped generating, in provider-neutral terms (seed 002 §2.1).
+
+    Never trust it to decide whether a response is final: a response is final
+    when it holds no tool calls.
+    """
+
+    END_TURN = "end_turn"
+    TOOL_USE = "tool_use"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+    REFUSAL = "refusal"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Plain text written by the user, the model or a tool."""
+
+    text: str
+    """The text itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """A reasoning block, kept verbatim so it can be sent back to the provider."""
+
+    text: str
+    """The reasoning text (empty for redacted thinking)."""
+    signature: str | None = None
+    """The provider's signature over the block; must be echoed back unchanged."""
+    _: KW_ONLY
+    redacted_data: str | None = None
+    """Opaque data of a redacted thinking block (Anthropic), echoed back unchanged."""
+    provider_id: str | None = None
+    """The provider's id for this item (OpenAI Responses reasoning items)."""
+    encrypted_content: str | None = None
+    """Encrypted reasoning content (OpenAI Responses), echoed back unchanged."""
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image, as base64 data with its media type."""
+
+    data: str
+    """Base64-encoded bytes."""
+    media_type: str = "image/png"
+    """The MIME type, such as ``image/png``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool_use block: the model asks for tool `name` with `input`.
+
+    `id` is the key every result is matched by; it is unique within a response
+    (providers that send empty or duplicate ids are repaired at the adapter).
+    """
+
+    id: str
+    """The tool_use id."""
+    name: str
+    """The tool name as the model wrote it (may be an alias or a hallucination)."""
+    input: Mapping[str, Any]
+    """The raw arguments, before validation."""
+    _: KW_ONLY
+    raw_arguments: str | None = None
+    """Arguments as received when they were not valid JSON; the call then fails."""
+
+
+ContentBlock: TypeAlias = Text | Image
+"""What a tool result or a user message may hold."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The answer to one `ToolCall`, keyed by its id.
+
+    A result the runtime wrote because the call never ran (or was cut short)
+    is `synthetic`, and always `is_error`: never an empty success.
+    """
+
+    call_id: str
+    """The id of the `ToolCall` this answers."""
+    content: str | tuple[ContentBlock, ...]
+    """What the model sees: text, or a sequence of text and image blocks."""
+    is_error: bool = False
+    """True when the call failed; the model is told so."""
+    synthetic: bool = False
+    """True when the runtime wrote this result because the call did not run to the end."""
+    _: KW_ONLY
+    context_modifier: Any = field(default=None, compare=False, repr=False)
+    """A zero-argument callable the tool returned to change shared context.
+
+    The dispatcher applies it: right after the call on the sequential path, after
+    the batch in call order on a concurrent one. Not part of the transcript.
+    """
+
+    def __post_init__(self) -> None:
+        if self.synthetic and not self.is_error:
+            object.__setattr__(self, "is_error", True)
+        if isinstance(self.content, list):
+            object.__setattr__(self, "content", tuple(self.content))
+
+    @property
+    def text(self) -> str:
+        """The text of the result, with image blocks shown as placeholders."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(
+            b.text if isinstance(b, Text) else f"[image {b.media_type}]"
+            for b in self.content
+        )
+
+
+AssistantBlock: TypeAlias = Text | Thinking | ToolCall
+"""What an assistant message may hold."""
+
+Role: TypeAlias = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One turn of the conversation.
+
+    A user message may hold text, images and tool results; an assistant message
+    text, thinking blocks and tool calls.
+    """
+
+    role: Role
+    """``"user"`` or ``"assistant"``."""
+    content: str | tuple[AssistantBlock | ContentBlock | ToolResult, ...]
+    """A plain string, or a sequence of blocks."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.content, list):
+            object.__setattr__(self, "content", tuple(self.content))
+
+    @property
+    def blocks(self) -> tuple[AssistantBlock | ContentBlock | ToolResult, ...]:
+        """The content as blocks (a plain string becomes one `Text`)."""
+        if isinstance(self.content, str):
+            return (Text(self.content),)
+        return self.content
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls in this message, in order."""
+        return tuple(b for b in self.blocks if isinstance(b, ToolCall))
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        """The tool results in this message, in order."""
+        return tuple(b for b in self.blocks if isinstance(b, ToolResult))
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks."""
+        return "".join(b.text for b in self.blocks if isinstance(b, Text))
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one or more model calls. Adding two usages sums them."""
+
+    input_tokens: int = 0
+    """Uncached input tokens."""
+    output_tokens: int = 0
+    """Generated tokens (including reasoning)."""
+    _: KW_ONLY
+    cache_read_tokens: int = 0
+    """Input tokens served from the prompt cache."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the prompt cache."""
+    requests: int = 0
+    """How many model calls this covers."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            requests=self.requests + other.requests,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Every token counted, input (cached or not) and output."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """One complete model response."""
+
+    content: Sequence[AssistantBlock]
+    """Text, thinking and tool-call blocks in the order the model produced them."""
+    stop_reason: StopReason = StopReason.END_TURN
+    """Why generation stopped."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens this response cost."""
+    _: KW_ONLY
+    raw_stop_reason: str | None = None
+    """The provider's own stop reason string (kept when it mapped to UNKNOWN)."""
+    model: str | None = None
+    """The model that actually answered (after any fallback)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, tuple):
+            object.__setattr__(self, "content", tuple(self.content))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls, in the order the model wrote them."""
+        return tuple(b for b in self.content if isinstance(b, ToolCall))
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks."""
+        return "".join(b.text for b in self.content if isinstance(b, Text))
+
+    def to_message(self) -> Message:
+        """The assistant message that records this response in the transcript."""
+        return Message("assistant", tuple(self.content))

@@ -1,0 +1,35 @@
+"""The tool contract: declarations, `@tool`, the registry, the context tools see."""
+
+from ._access import Access as Access
+from ._access import Concurrency as Concurrency
+from ._access import Interrupt as Interrupt
+from ._access import keys_overlap as keys_overlap
+from ._context import ReadLedger as ReadLedger
+from ._context import ReadRecord as ReadRecord
+from ._context import SessionState as SessionState
+from ._context import ToolContext as ToolContext
+from ._function import FunctionTool as FunctionTool
+from ._function import tool as tool
+from ._registry import ToolRegistry as ToolRegistry
+from ._threads import run_in_worker_thread as run_in_worker_thread
+from ._tool import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
+from ._tool import PermissionCheck as PermissionCheck
+from ._tool import Tool as Tool
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
+    "Access",
+    "Concurrency",
+    "FunctionTool",
+    "Interrupt",
+    "PermissionCheck",
+    "ReadLedger",
+    "ReadRecord",
+    "SessionState",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "keys_overlap",
+    "run_in_worker_thread",
+    "tool",
+]

@@ -1,0 +1,126 @@
+"""What a running tool can see: its call, the session's shared state, a progress channel."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..messages import ToolCall
+
+__all__ = ["ReadLedger", "ReadRecord", "SessionState", "ToolContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """What the session last saw of a file when a tool read it."""
+
+    mtime_ns: int
+    """The file's modification time at the read."""
+    size: int
+    """The file's size at the read."""
+    ranges: frozenset[tuple[int, int | None]] = frozenset()
+    """Line ranges read since the file last changed: (offset, limit or None)."""
+
+
+class ReadLedger:
+    """The files read in this session: the one piece of mutable state parallel tools share.
+
+    Safe to use from many tasks and worker threads at once (seed 000 §5): every
+    method takes an internal lock and returns immutable records. It lives for the
+    whole session, so the read-before-edit guard works across iterations.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: dict[Path, ReadRecord] = {}
+
+    def record(
+        self, path: Path, *, mtime_ns: int, size: int, span: tuple[int, int | None]
+    ) -> None:
+        """Record that `span` of `path` was read when it had this mtime and size.
+
+        A read of a changed file forgets the spans read before the change.
+        """
+        with self._lock:
+            old = self._records.get(path)
+            spans = (
+                old.ranges
+                if old is not None and (old.mtime_ns, old.size) == (mtime_ns, size)
+                else frozenset()
+            )
+            self._records[path] = ReadRecord(mtime_ns, size, spans | {span})
+
+    def get(self, path: Path) -> ReadRecord | None:
+        """The last record of `path`, or None if it was never read."""
+        with self._lock:
+            return self._records.get(path)
+
+    def forget(self, path: Path) -> None:
+        """Drop what is known of `path`."""
+        with self._lock:
+            self._records.pop(path, None)
+
+    def __contains__(self, path: object) -> bool:
+        with self._lock:
+            return path in self._records
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+
+@dataclass(slots=True)
+class SessionState:
+    """State that lives as long as a session and is shared by every call in it.
+
+    Anything a tool mutates here must be safe for concurrent use, or the tool
+    must be SEQUENTIAL (seed 000 §5). `values` is guarded by `lock`.
+    """
+
+    _: KW_ONLY
+    workspace: Path | None = None
+    """The root every file tool is confined to."""
+    results_dir: Path | None = None
+    """Where large tool results are persisted (``tool-results/``)."""
+    read_files: ReadLedger = field(default_factory=ReadLedger)
+    """Files read in this session (the read-before-edit guard)."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Guards `values`."""
+    values: dict[str, Any] = field(default_factory=dict)
+    """Tool-specific shared state (todos, caches); guarded by `lock`."""
+
+
+def _ignore_progress(message: str, fraction: float | None) -> None:
+    del message, fraction
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Passed to a tool function that declares a parameter of this type.
+
+    Thread affinity: a sync tool receives it on a worker thread;
+    `report_progress` is safe to call from there.
+    """
+
+    call: ToolCall
+    """The call being run."""
+    state: SessionState = field(default_factory=SessionState)
+    """The session's shared state."""
+    _: KW_ONLY
+    progress: Callable[[str, float | None], None] = _ignore_progress
+    """Where progress goes; use `report_progress`."""
+
+    @property
+    def call_id(self) -> str:
+        """The id of the call being run."""
+        return self.call.id
+
+    def report_progress(self, message: str, fraction: float | None = None) -> None:
+        """Tell listeners how the call is going. Never raises, never blocks."""
+        try:
+            self.progress(message, fraction)
+        except Exception:  # noqa: BLE001 - a listener's fault must not fail the tool
+            pass

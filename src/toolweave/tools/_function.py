@@ -1,0 +1,208 @@
+"""`@tool`: turn a plain (sync or async) function into a Tool."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, get_type_hints, overload
+
+from pydantic import ConfigDict, Field, create_model
+
+from .._exceptions import ToolDefinitionError
+from ._access import Concurrency, Interrupt
+from ._context import ToolContext
+from ._threads import run_in_worker_thread
+from ._tool import DEFAULT_MAX_RESULT_CHARS, AccessSpec, ConcurrencySpec, Tool
+
+__all__ = ["FunctionTool", "tool"]
+
+_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Example|Examples|Note|Notes):\s*$")
+_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {argument: description})."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in lines:
+        header = _SECTION.match(line)
+        if header:
+            section, current = header.group(1), None
+            continue
+        if section is None:
+            description.append(line)
+        elif section in ("Args", "Arguments", "Parameters"):
+            match = _ARG_LINE.match(line)
+            if match and (line[: len(line) - len(line.lstrip())].count(" ") <= 4):
+                current = match.group(1).lstrip("*")
+                args[current] = match.group(2).strip()
+            elif current and line.strip():
+                args[current] = f"{args[current]} {line.strip()}".strip()
+    return "\n".join(description).strip(), args
+
+
+class FunctionTool(Tool):
+    """A tool backed by a Python function; built by `@tool`.
+
+    Async functions run on the event loop; sync functions on a worker thread under
+    the Dispatcher's thread limiter (a sync CANCEL tool's thread is abandoned on
+    cancel, since threads cannot be stopped). A parameter annotated `ToolContext`
+    receives the context and is not part of the input schema.
+    """
+
+    def __init__(self, fn: Callable[..., Any], **options: Any) -> None:
+        self.fn = fn
+        """The wrapped function."""
+        self._context_param, input_model, description = _build_input_model(
+            fn, options["name"]
+        )
+        is_async = inspect.iscoroutinefunction(fn)
+        super().__init__(
+            input_model=input_model,
+            description=options.pop("description") or description,
+            runs_in_thread=not is_async,
+            **options,
+        )
+        self._is_async = is_async
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Call the function with the validated arguments (and the context, if asked)."""
+        kwargs = dict(args)
+        if self._context_param is not None:
+            kwargs[self._context_param] = ctx
+        if self._is_async:
+            result: Awaitable[Any] = self.fn(**kwargs)
+            return await result
+        return await run_in_worker_thread(
+            partial(self.fn, **kwargs),
+            abandon_on_cancel=self.interrupt is Interrupt.CANCEL,
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (handy in tests)."""
+        return self.fn(*args, **kwargs)
+
+
+def _build_input_model(
+    fn: Callable[..., Any], name: str
+) -> tuple[str | None, Any, str]:
+    description, arg_docs = _parse_docstring(fn.__doc__)
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ToolDefinitionError(f"cannot resolve type hints of {name!r}: {exc}") from exc
+    context_param: str | None = None
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(f"tool {name!r}: *args/**kwargs are not supported")
+        annotation = hints.get(param.name, Any)
+        if annotation is ToolContext:
+            context_param = param.name
+            continue
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (
+            annotation,
+            Field(default, description=arg_docs.get(param.name) or None),
+        )
+    model = create_model(  # type: ignore[call-overload]
+        f"{name}_input",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
+    )
+    return context_param, model, description
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    concurrency: ConcurrencySpec = Concurrency.SEQUENTIAL,
+    access: AccessSpec | None = None,
+    interrupt: Interrupt = Interrupt.BLOCK,
+    timeout: float | None = None,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+    aliases: tuple[str, ...] = (),
+    hidden: bool = False,
+    abort_siblings_on_error: bool = False,
+    replaceable_output: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    concurrency: ConcurrencySpec = Concurrency.SEQUENTIAL,
+    access: AccessSpec | None = None,
+    interrupt: Interrupt = Interrupt.BLOCK,
+    timeout: float | None = None,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+    aliases: tuple[str, ...] = (),
+    hidden: bool = False,
+    abort_siblings_on_error: bool = False,
+    replaceable_output: bool = False,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a tool from a function, bare (``@tool``) or with options (``@tool(...)``).
+
+    The input schema comes from the type hints, argument descriptions from the
+    Google-style docstring's ``Args:`` section, the tool description from the
+    rest of the docstring.
+
+    Args:
+        fn: The function (when used bare).
+        name: Model-facing name; defaults to the function's name.
+        description: Overrides the docstring.
+        concurrency: A Concurrency, or a callable of the validated input returning a
+            Concurrency or a bool. SEQUENTIAL unless said otherwise.
+        access: A callable of the validated input returning the Access it claims.
+        interrupt: CANCEL or BLOCK on user interrupt.
+        timeout: Seconds before the call fails with a timeout; None = config default.
+        max_result_chars: Longer results are persisted and previewed; None = never.
+        aliases: Other names that resolve to this tool.
+        hidden: Not offered to the model; never parallel.
+        abort_siblings_on_error: A failure cancels running siblings that declare it too.
+        replaceable_output: PostToolUse hooks may replace the output.
+    """
+
+    def build(func: Callable[..., Any]) -> FunctionTool:
+        if not callable(func):
+            raise ToolDefinitionError(f"@tool needs a function, got {func!r}")
+        if not isinstance(concurrency, Concurrency) and not callable(concurrency):
+            raise ToolDefinitionError("concurrency= must be a Concurrency or a callable")
+        if not isinstance(interrupt, Interrupt):
+            raise ToolDefinitionError("interrupt= must be an Interrupt")
+        if timeout is not None and timeout <= 0:
+            raise ToolDefinitionError("timeout= must be positive")
+        return FunctionTool(
+            func,
+            name=name or func.__name__,
+            description=description,
+            concurrency=concurrency,
+            access=access,
+            interrupt=interrupt,
+            timeout=timeout,
+            max_result_chars=max_result_chars,
+            aliases=tuple(aliases),
+            hidden=hidden,
+            abort_siblings_on_error=abort_siblings_on_error,
+            replaceable_output=replaceable_output,
+        )
+
+    if fn is not None:
+        return build(fn)
+    return build

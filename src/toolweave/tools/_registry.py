@@ -1,0 +1,67 @@
+"""ToolRegistry: the session's tools, looked up by name or alias."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+
+from .._exceptions import ToolDefinitionError
+from ._tool import Tool
+
+__all__ = ["ToolRegistry"]
+
+
+class ToolRegistry:
+    """The tools of one session, by name and alias.
+
+    Not mutated during a batch, so the gate and the workers may read it at once
+    without a lock (seed 000 §2). Registering a name or alias twice is an error.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._names: dict[str, Tool] = {}
+        for t in tools:
+            self.register(t)
+
+    def register(self, tool: Tool) -> None:
+        """Add `tool`. Raises ToolDefinitionError if a name or alias is taken."""
+        for key in (tool.name, *tool.aliases):
+            if key in self._names:
+                raise ToolDefinitionError(f"tool name {key!r} is registered twice")
+        self._tools[tool.name] = tool
+        for key in (tool.name, *tool.aliases):
+            self._names[key] = tool
+
+    def unregister(self, name: str) -> None:
+        """Remove the tool called `name` (and its aliases); no error if absent."""
+        tool = self._tools.pop(name, None)
+        if tool is not None:
+            for key in (tool.name, *tool.aliases):
+                self._names.pop(key, None)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool with this name or alias, or None."""
+        return self._names.get(name)
+
+    def closest(self, name: str, n: int = 3) -> list[str]:
+        """Up to `n` registered names that look like `name` (for "did you mean")."""
+        return difflib.get_close_matches(name, list(self._names), n=n, cutoff=0.5)
+
+    @property
+    def names(self) -> list[str]:
+        """Primary names of the registered tools, in registration order."""
+        return list(self._tools)
+
+    def visible(self) -> list[Tool]:
+        """The tools offered to the model (not hidden)."""
+        return [t for t in self._tools.values() if not t.hidden]
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names

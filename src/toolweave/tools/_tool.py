@@ -1,0 +1,214 @@
+"""The tool contract: what the scheduler and the lifecycle need from any tool."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ValidationError
+
+from .._exceptions import ToolInputError
+from ._access import Access, Concurrency, Interrupt
+from ._context import ToolContext
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
+    "AccessSpec",
+    "ConcurrencySpec",
+    "PermissionCheck",
+    "Tool",
+    "format_validation_error",
+]
+
+DEFAULT_MAX_RESULT_CHARS = 50_000
+"""Global default threshold above which a result is persisted (seed 003 §4.6)."""
+
+ConcurrencySpec: TypeAlias = Concurrency | Callable[[dict[str, Any]], Concurrency | bool]
+AccessSpec: TypeAlias = Callable[[dict[str, Any]], Access]
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionCheck:
+    """A tool's own opinion about whether a call may run (`Tool.check_permissions`)."""
+
+    behavior: Literal["allow", "ask", "deny", "passthrough"] = "passthrough"
+    """``passthrough`` leaves the decision to rules, hooks and mode."""
+    message: str = ""
+    """Why, shown to the user (ask) or the model (deny)."""
+
+
+def format_validation_error(tool_name: str, exc: ValidationError) -> str:
+    """Say what was wrong with the input in words a model can act on."""
+    lines = [f"Invalid input for tool {tool_name!r}:"]
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "(input)"
+        lines.append(f"- {where}: {err['msg']}")
+    return "\n".join(lines)
+
+
+class Tool:
+    """A tool the model can call.
+
+    Subclasses implement `call`. Everything else has a safe default: SEQUENTIAL,
+    undeclared access (a barrier under the `conflict` policy), BLOCK on interrupt.
+    Declarations live here; the Dispatcher decides what overlaps (seed 000 §8.1).
+
+    Thread affinity: `concurrency_for`, `access_for` and `parse` may be called from
+    the dispatching task at any time and must not block.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        input_model: type[BaseModel],
+        concurrency: ConcurrencySpec = Concurrency.SEQUENTIAL,
+        access: AccessSpec | None = None,
+        interrupt: Interrupt = Interrupt.BLOCK,
+        timeout: float | None = None,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        aliases: tuple[str, ...] = (),
+        hidden: bool = False,
+        abort_siblings_on_error: bool = False,
+        replaceable_output: bool = False,
+        runs_in_thread: bool = False,
+    ) -> None:
+        self.name = name
+        """The model-facing name."""
+        self.description = description
+        """What the model is told the tool does."""
+        self.input_model = input_model
+        """The pydantic model inputs are validated against."""
+        self.concurrency = concurrency
+        """A Concurrency, or a callable of the validated input."""
+        self.access = access
+        """A callable of the validated input returning Access; None = undeclared."""
+        self.interrupt = interrupt
+        """What a running call does on user interrupt."""
+        self.timeout = timeout
+        """Seconds before the call is ended with a timeout error; None = config default."""
+        self.max_result_chars = max_result_chars
+        """Results longer than this are persisted and previewed; None = never."""
+        self.aliases = aliases
+        """Other names the registry resolves to this tool."""
+        self.hidden = hidden
+        """Hidden tools are not offered to the model and never run in parallel (seed 001)."""
+        self.abort_siblings_on_error = abort_siblings_on_error
+        """If this call fails, cancel running siblings that also declare it (seed 003 §4.5.3)."""
+        self.replaceable_output = replaceable_output
+        """PostToolUse hooks may replace this tool's output."""
+        self.runs_in_thread = runs_in_thread
+        """The tool's work runs on a worker thread (it cannot be cancelled mid-way)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    # -- declarations --------------------------------------------------------
+
+    def parse(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate raw input and return it as ``{argument name: value}``.
+
+        Raises:
+            ToolInputError: with a message that tells the model what was wrong.
+        """
+        try:
+            model = self.input_model.model_validate(dict(raw))
+        except ValidationError as exc:
+            raise ToolInputError(format_validation_error(self.name, exc)) from exc
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    def concurrency_for(self, args: dict[str, Any]) -> Concurrency:
+        """The concurrency of a call with validated `args`; SEQUENTIAL if unsure.
+
+        A classifier that raises or returns anything but a Concurrency or a bool
+        means SEQUENTIAL (fail closed).
+        """
+        spec = self.concurrency
+        if isinstance(spec, Concurrency):
+            return spec
+        try:
+            verdict = spec(args)
+        except Exception:  # noqa: BLE001 - fail closed on any classifier fault
+            return Concurrency.SEQUENTIAL
+        if isinstance(verdict, Concurrency):
+            return verdict
+        if verdict is True:
+            return Concurrency.SAFE
+        return Concurrency.SEQUENTIAL
+
+    def access_for(self, args: dict[str, Any]) -> Access | None:
+        """The resources a call touches, or None when the tool declares nothing.
+
+        A declaration that raises or returns a non-Access means a barrier.
+        """
+        if self.access is None:
+            return None
+        try:
+            access = self.access(args)
+        except Exception:  # noqa: BLE001 - fail closed on any classifier fault
+            return Access.barrier()
+        return access if isinstance(access, Access) else Access.barrier()
+
+    # -- lifecycle hooks a tool may override ---------------------------------
+
+    @property
+    def needs_prepare(self) -> bool:
+        """True if `prepare` must be awaited before the call takes a slot."""
+        return False
+
+    async def prepare(self) -> None:
+        """Readiness step (connect to a server, warm a cache), awaited outside the gate.
+
+        Awaited before the call takes a concurrency slot, so a cold start never
+        holds a slot. If it raises, the call still runs and reports the failure.
+        """
+
+    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        """Check the validated input against the world; return an error message or None."""
+        del args, ctx
+        return None
+
+    async def check_permissions(
+        self, args: dict[str, Any], ctx: ToolContext
+    ) -> PermissionCheck:
+        """The tool's own permission opinion; by default it has none."""
+        del args, ctx
+        return PermissionCheck()
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the tool. Returns raw output the lifecycle maps to result content.
+
+        Raise `ToolError` (or any exception) to fail the call; the message becomes
+        the error result.
+        """
+        raise NotImplementedError
+
+    # -- schemas ---------------------------------------------------------------
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the input."""
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        schema.setdefault("properties", {})
+        return schema
+
+    def anthropic_spec(self) -> dict[str, Any]:
+        """The tool as the Anthropic Messages API wants it."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema(),
+        }
+
+    def openai_spec(self) -> dict[str, Any]:
+        """The tool as OpenAI Chat Completions wants it."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.input_schema(),
+            },
+        }
