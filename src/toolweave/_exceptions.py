@@ -5,7 +5,7 @@ ToolweaveError
 ├── UsageError (ValueError)            misuse of the library: bad config, bad tool definition
 │   ├── ToolDefinitionError            @tool could not build a tool from a function
 │   └── ConfigError                    a setting is invalid or inconsistent
-├── ToolError                          one call failed; becomes an error ToolResult, never escapes dispatch
+├── ToolError                          one call failed; becomes an error ToolResult
 │   ├── UnknownToolError               the model named a tool that is not registered
 │   ├── ToolInputError                 the input failed schema or `validate_input` checks
 │   ├── ToolTimeoutError               the call ran past its timeout

@@ -226,7 +226,7 @@ class LoopTransition:
 
 
 @dataclass(frozen=True, slots=True)
-class Warning:  # noqa: A001 - the event is a warning; the builtin is not used here
+class Warning:
     """Something the user should know that did not stop the run."""
 
     message: str

@@ -111,8 +111,8 @@ class ToolResult:
 
     call_id: str
     """The id of the `ToolCall` this answers."""
-    content: str | tuple[ContentBlock, ...]
-    """What the model sees: text, or a sequence of text and image blocks."""
+    content: str | Sequence[ContentBlock]
+    """What the model sees: text, or a sequence of text and image blocks (kept as a tuple)."""
     is_error: bool = False
     """True when the call failed; the model is told so."""
     synthetic: bool = False
@@ -128,7 +128,7 @@ class ToolResult:
     def __post_init__(self) -> None:
         if self.synthetic and not self.is_error:
             object.__setattr__(self, "is_error", True)
-        if isinstance(self.content, list):
+        if not isinstance(self.content, str | tuple):
             object.__setattr__(self, "content", tuple(self.content))
 
     @property
@@ -158,11 +158,11 @@ class Message:
 
     role: Role
     """``"user"`` or ``"assistant"``."""
-    content: str | tuple[AssistantBlock | ContentBlock | ToolResult, ...]
-    """A plain string, or a sequence of blocks."""
+    content: str | Sequence[AssistantBlock | ContentBlock | ToolResult]
+    """A plain string, or a sequence of blocks (kept as a tuple)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.content, list):
+        if not isinstance(self.content, str | tuple):
             object.__setattr__(self, "content", tuple(self.content))
 
     @property
@@ -170,7 +170,7 @@ class Message:
         """The content as blocks (a plain string becomes one `Text`)."""
         if isinstance(self.content, str):
             return (Text(self.content),)
-        return self.content
+        return tuple(self.content)
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:

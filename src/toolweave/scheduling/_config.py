@@ -38,7 +38,9 @@ class ConcurrencyConfig:
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+            raise ConfigError(
+                f"max_concurrency must be >= 1, got {self.max_concurrency}"
+            )
         if self.per_batch_max is not None and not (
             1 <= self.per_batch_max <= self.max_concurrency
         ):

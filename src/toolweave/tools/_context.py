@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
@@ -120,7 +121,5 @@ class ToolContext:
 
     def report_progress(self, message: str, fraction: float | None = None) -> None:
         """Tell listeners how the call is going. Never raises, never blocks."""
-        try:
+        with contextlib.suppress(Exception):
             self.progress(message, fraction)
-        except Exception:  # noqa: BLE001 - a listener's fault must not fail the tool
-            pass

@@ -18,7 +18,9 @@ from ._tool import DEFAULT_MAX_RESULT_CHARS, AccessSpec, ConcurrencySpec, Tool
 
 __all__ = ["FunctionTool", "tool"]
 
-_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Example|Examples|Note|Notes):\s*$")
+_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Example|Examples|Note|Notes):\s*$"
+)
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
@@ -97,12 +99,16 @@ def _build_input_model(
     try:
         hints = get_type_hints(fn, include_extras=True)
     except Exception as exc:
-        raise ToolDefinitionError(f"cannot resolve type hints of {name!r}: {exc}") from exc
+        raise ToolDefinitionError(
+            f"cannot resolve type hints of {name!r}: {exc}"
+        ) from exc
     context_param: str | None = None
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolDefinitionError(f"tool {name!r}: *args/**kwargs are not supported")
+            raise ToolDefinitionError(
+                f"tool {name!r}: *args/**kwargs are not supported"
+            )
         annotation = hints.get(param.name, Any)
         if annotation is ToolContext:
             context_param = param.name
@@ -112,7 +118,7 @@ def _build_input_model(
             annotation,
             Field(default, description=arg_docs.get(param.name) or None),
         )
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{name}_input",
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
         **fields,
@@ -183,7 +189,9 @@ def tool(
         if not callable(func):
             raise ToolDefinitionError(f"@tool needs a function, got {func!r}")
         if not isinstance(concurrency, Concurrency) and not callable(concurrency):
-            raise ToolDefinitionError("concurrency= must be a Concurrency or a callable")
+            raise ToolDefinitionError(
+                "concurrency= must be a Concurrency or a callable"
+            )
         if not isinstance(interrupt, Interrupt):
             raise ToolDefinitionError("interrupt= must be an Interrupt")
         if timeout is not None and timeout <= 0:

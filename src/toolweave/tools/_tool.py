@@ -24,7 +24,9 @@ __all__ = [
 DEFAULT_MAX_RESULT_CHARS = 50_000
 """Global default threshold above which a result is persisted (seed 003 §4.6)."""
 
-ConcurrencySpec: TypeAlias = Concurrency | Callable[[dict[str, Any]], Concurrency | bool]
+ConcurrencySpec: TypeAlias = (
+    Concurrency | Callable[[dict[str, Any]], Concurrency | bool]
+)
 AccessSpec: TypeAlias = Callable[[dict[str, Any]], Access]
 
 
@@ -130,7 +132,7 @@ class Tool:
             return spec
         try:
             verdict = spec(args)
-        except Exception:  # noqa: BLE001 - fail closed on any classifier fault
+        except Exception:
             return Concurrency.SEQUENTIAL
         if isinstance(verdict, Concurrency):
             return verdict
@@ -146,8 +148,8 @@ class Tool:
         if self.access is None:
             return None
         try:
-            access = self.access(args)
-        except Exception:  # noqa: BLE001 - fail closed on any classifier fault
+            access: object = self.access(args)
+        except Exception:
             return Access.barrier()
         return access if isinstance(access, Access) else Access.barrier()
 
@@ -165,7 +167,9 @@ class Tool:
         holds a slot. If it raises, the call still runs and reports the failure.
         """
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+    async def validate_input(
+        self, args: dict[str, Any], ctx: ToolContext
+    ) -> str | None:
         """Check the validated input against the world; return an error message or None."""
         del args, ctx
         return None

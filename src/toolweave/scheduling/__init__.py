@@ -1,0 +1,25 @@
+"""Scheduling: the gate, the policies and the Dispatcher. Knows nothing of models.
+
+Usable on its own: hand `Dispatcher.dispatch` a list of calls, a registry and a
+runner (``async (call) -> ToolResult``) from your own agent loop.
+"""
+
+from ._config import ConcurrencyConfig as ConcurrencyConfig
+from ._config import PolicyName as PolicyName
+from ._dispatcher import Dispatcher as Dispatcher
+from ._dispatcher import DispatcherStatistics as DispatcherStatistics
+from ._gate import CallPlan as CallPlan
+from ._gate import classify as classify
+from ._interrupt import InterruptToken as InterruptToken
+from ._stream import ToolStream as ToolStream
+
+__all__ = [
+    "CallPlan",
+    "ConcurrencyConfig",
+    "Dispatcher",
+    "DispatcherStatistics",
+    "InterruptToken",
+    "PolicyName",
+    "ToolStream",
+    "classify",
+]

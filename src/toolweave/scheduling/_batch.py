@@ -1,0 +1,359 @@
+"""The batch engine: admits one batch's calls in order and runs them under a policy.
+
+This module is the one place where toolweave decides what overlaps. Its
+invariants, each tested:
+
+* results are kept by index, so the list comes back in call order whatever the
+  completion order;
+* `on_started` fires from the admitting task, in call order, after the call's
+  slots are taken and before it runs (STYLE E1: the parent owns the order);
+* `on_completed` fires as each call finishes (completion order);
+* a call starts only after every earlier call its policy makes it wait for has
+  finished, so the outcome equals serial execution for declared conflicts;
+* every call gets exactly one result; a call that did not run to the end gets a
+  synthetic one (`is_error=True, synthetic=True`);
+* slots are released in a `finally`, so no exit path leaks one.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+
+from ..messages import ToolCall, ToolResult
+from ..tools import Interrupt, ToolRegistry
+from ._gate import CallPlan, classify
+from ._policies import Planner
+from ._results import coerce_result, not_run, runner_failed, stopped_while_running
+
+if TYPE_CHECKING:
+    from ._dispatcher import _Host
+
+__all__ = ["Batch", "Runner", "StartedListener", "CompletedListener", "fire"]
+
+logger = logging.getLogger("toolweave.scheduling")
+
+Runner = Callable[[ToolCall], Awaitable[ToolResult]]
+StartedListener = Callable[[ToolCall], object]
+CompletedListener = Callable[[ToolCall, ToolResult], object]
+
+INTERRUPTED = "interrupted by the user"
+CLOSED = "the dispatcher was closed"
+DISCARDED = "the model response was discarded (retried or truncated)"
+
+
+class _State(enum.Enum):
+    PENDING = "pending"
+    ADMITTED = "admitted"
+    RUNNING = "running"
+    DONE = "done"
+
+
+def fire(listener: Callable[..., object] | None, *args: object) -> None:
+    """Call a listener; log and swallow whatever it raises (seed 000 §3)."""
+    if listener is None:
+        return
+    try:
+        listener(*args)
+    except Exception:
+        logger.exception("listener %r raised; ignored", listener)
+
+
+async def invoke(runner: Runner, call: ToolCall) -> ToolResult:
+    """Run one call through the runner; a fault becomes an error result."""
+    try:
+        result = await runner(call)
+    except Exception as exc:
+        return runner_failed(call, exc)
+    return coerce_result(call, result)
+
+
+class Batch:
+    """One dispatch (or one streamed response) on a Dispatcher.
+
+    Loop affinity: one event loop; `submit`, `finish` and the interrupt, close and
+    discard methods are synchronous and must be called from that loop's thread.
+    """
+
+    def __init__(
+        self,
+        host: _Host,
+        registry: ToolRegistry,
+        runner: Runner,
+        planner: Planner,
+        *,
+        on_started: StartedListener | None,
+        on_completed: CompletedListener | None,
+        batch_cap: int,
+        eager: bool,
+    ) -> None:
+        self._host = host
+        self._registry = registry
+        self._runner = runner
+        self._planner = planner
+        self._on_started = on_started
+        self._on_completed = on_completed
+        self._eager = eager and planner.incremental
+        self._limiter = anyio.CapacityLimiter(batch_cap)
+        self.calls: list[ToolCall] = []
+        self.plans: list[CallPlan] = []
+        self.results: list[ToolResult | None] = []
+        self._deps: list[tuple[int, ...]] = []
+        self._done: list[anyio.Event] = []
+        self._state: list[_State] = []
+        self._scopes: list[anyio.CancelScope | None] = []
+        self._why: list[str | None] = []
+        self._ready: dict[int, anyio.Event] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._wake = anyio.Event()
+        self._admission: anyio.CancelScope | None = None
+        self._admitted = 0
+        self._outstanding = 0
+        self._settled = anyio.Event()
+        self._admission_over = False
+        self._sibling_failure: str | None = None
+        self.final = False
+        self.stop: str | None = None
+        """Why admission stopped early: interrupted, closed, or discarded."""
+        self.forced = False
+        """True if running calls were cancelled because the dispatcher closed."""
+        self.fallback_scope: anyio.CancelScope | None = None
+        """Scope of a call the close fallback runs on the caller (force_close cancels it)."""
+
+    @property
+    def on_started(self) -> StartedListener | None:
+        """The batch's on_started listener."""
+        return self._on_started
+
+    # -- feeding -------------------------------------------------------------
+
+    def attach(self, tg: anyio.abc.TaskGroup) -> None:
+        """Give the batch the task group its calls run in."""
+        self._tg = tg
+
+    def submit(self, call: ToolCall) -> None:
+        """Add the next call (in call order). Never blocks, never raises for bad calls."""
+        index = len(self.calls)
+        plan = classify(call, self._registry)
+        self.calls.append(call)
+        self.plans.append(plan)
+        self.results.append(None)
+        self._deps.append(())
+        self._done.append(anyio.Event())
+        self._state.append(_State.PENDING)
+        self._scopes.append(None)
+        self._why.append(None)
+        self._host.waiting += 1
+        if self._sibling_failure and plan.tool and plan.tool.abort_siblings_on_error:
+            self._why[index] = self._sibling_failure
+        if plan.tool is not None and plan.tool.needs_prepare and self._tg is not None:
+            ready = self._ready[index] = anyio.Event()
+            self._tg.start_soon(self._prepare, plan, ready)
+        self._poke()
+
+    def finish(self) -> None:
+        """No more calls will come: the response is final."""
+        self.final = True
+        self._poke()
+
+    def _poke(self) -> None:
+        self._wake.set()
+        self._wake = anyio.Event()
+
+    async def _prepare(self, plan: CallPlan, ready: anyio.Event) -> None:
+        # seed 001: readiness waits happen outside the gate, before any slot.
+        try:
+            assert plan.tool is not None
+            await plan.tool.prepare()
+        except Exception:
+            logger.exception(
+                "readiness step of %r failed; the call will report it", plan.tool
+            )
+        finally:
+            ready.set()
+
+    # -- admission (the dispatching task) -------------------------------------
+
+    def _admissible(self, index: int) -> bool:
+        if index >= len(self.calls):
+            return False
+        return self.final or (self._eager and self.plans[index].parallel_ok)
+
+    async def admit_all(self) -> None:
+        """Admit calls in order until the batch is final and all are admitted, or stopped."""
+        index = 0
+        with anyio.CancelScope() as self._admission:
+            while self.stop is None:
+                if index >= len(self.calls) and self.final:
+                    break
+                if not self._admissible(index):
+                    await self._wake.wait()
+                    continue
+                await self._admit(index)
+                index += 1
+        self._admission = None
+        self._admitted = index
+        self._admission_over = True
+        self._check_settled()
+
+    async def _admit(self, index: int) -> None:
+        call = self.calls[index]
+        self._deps[index] = deps = self._planner.deps(index, self.plans)
+        if self._planner.admit_after_deps:
+            await self._wait_for(deps)
+        ready = self._ready.get(index)
+        if ready is not None:
+            await ready.wait()
+        if self._why[index] is not None:
+            self._host.waiting -= 1
+            self._complete(index, not_run(call, self._why[index] or ""))
+            return
+        token = object()
+        await self._host.acquire(token, self._limiter)
+        self._state[index] = _State.ADMITTED
+        self._outstanding += 1
+        fire(self._on_started, call)
+        assert self._tg is not None
+        self._tg.start_soon(self._run, index, token)
+
+    async def _wait_for(self, deps: Sequence[int]) -> None:
+        for dep in deps:
+            done = self._done[dep]
+            if not done.is_set():
+                await done.wait()
+
+    # -- one call ------------------------------------------------------------------
+
+    async def _run(self, index: int, token: object) -> None:
+        call = self.calls[index]
+        result: ToolResult | None = None
+        try:
+            with anyio.CancelScope() as scope:
+                self._scopes[index] = scope
+                if not self._planner.admit_after_deps:
+                    await self._wait_for(self._deps[index])
+                if self._why[index] is None:
+                    self._state[index] = _State.RUNNING
+                    self._host.started_running()
+                    try:
+                        result = await invoke(self._runner, call)
+                    finally:
+                        self._host.running -= 1
+        finally:
+            self._scopes[index] = None
+            self._host.release(token, self._limiter)
+            self._outstanding -= 1
+        if result is None:
+            why = self._why[index] or "cancelled"
+            ran = self._state[index] is _State.RUNNING
+            result = stopped_while_running(call, why) if ran else not_run(call, why)
+            if not ran:
+                self._host.waiting -= 1
+        self._complete(index, result)
+
+    def _complete(self, index: int, result: ToolResult) -> None:
+        call = self.calls[index]
+        started = self._state[index] is not _State.PENDING
+        self.results[index] = result
+        self._state[index] = _State.DONE
+        self._done[index].set()
+        if self.stop != DISCARDED or started:
+            fire(self._on_completed, call, result)
+        tool = self.plans[index].tool
+        if (
+            result.is_error
+            and not result.synthetic
+            and tool
+            and tool.abort_siblings_on_error
+        ):
+            self._abort_siblings(index)
+        self._check_settled()
+
+    def _check_settled(self) -> None:
+        if self._admission_over and self._outstanding == 0:
+            self._settled.set()
+
+    async def wait_settled(self) -> None:
+        """Wait until admission is over and every admitted call finished."""
+        await self._settled.wait()
+
+    # -- stopping ------------------------------------------------------------------
+
+    def _abort_siblings(self, failed: int) -> None:
+        # seed 003 §4.5.3, as a declaration: only siblings that opt in are cancelled.
+        why = f"sibling {self.calls[failed].name} failed"
+        self._sibling_failure = why
+        for index, plan in enumerate(self.plans):
+            if self._state[index] is _State.DONE or plan.tool is None:
+                continue
+            if plan.tool.abort_siblings_on_error:
+                self._cancel(index, why)
+
+    def _cancel(self, index: int, why: str) -> None:
+        if self._why[index] is None:
+            self._why[index] = why
+        scope = self._scopes[index]
+        if scope is not None:
+            scope.cancel()
+
+    def halt(self, why: str, *, cancel_running: Callable[[CallPlan], bool]) -> None:
+        """Stop admitting; cancel waiting calls and the running ones `cancel_running` picks."""
+        if self.stop is None:
+            self.stop = why
+        if self._admission is not None:
+            self._admission.cancel()
+        for index, state in enumerate(self._state):
+            if state is _State.ADMITTED or (
+                state is _State.RUNNING and cancel_running(self.plans[index])
+            ):
+                self._cancel(index, why)
+
+    def interrupt(self) -> None:
+        """User interrupt: CANCEL calls stop, BLOCK calls run on, the rest never start."""
+        self.halt(INTERRUPTED, cancel_running=lambda p: p.interrupt is Interrupt.CANCEL)
+
+    def discard(self) -> None:
+        """Throw the attempt away: like an interrupt, but nothing will be harvested."""
+        self.halt(DISCARDED, cancel_running=lambda p: p.interrupt is Interrupt.CANCEL)
+
+    def close(self) -> None:
+        """The dispatcher is closing: admit nothing more; what is admitted runs on."""
+        self.halt(CLOSED, cancel_running=lambda p: False)
+
+    def force_close(self) -> None:
+        """The drain timed out: cancel everything still running."""
+        self.forced = True
+        self.halt(CLOSED, cancel_running=lambda p: True)
+        if self.fallback_scope is not None:
+            self.fallback_scope.cancel()
+
+    # -- results -------------------------------------------------------------------
+
+    def pending_indices(self) -> list[int]:
+        """Calls never admitted (after admission ended early)."""
+        return [i for i, r in enumerate(self.results) if r is None]
+
+    def settle_unadmitted(self, why: str) -> None:
+        """Give every never-admitted call a synthetic 'not run' result."""
+        for index in self.pending_indices():
+            self._host.waiting -= 1
+            self._complete(index, not_run(self.calls[index], self._why[index] or why))
+
+    def complete_externally(self, index: int, result: ToolResult) -> None:
+        """Record a result produced outside the engine (the close fallback)."""
+        self._host.waiting -= 1
+        self._complete(index, result)
+
+    def collected(self) -> list[ToolResult]:
+        """The results in call order; every call must have one."""
+        out: list[ToolResult] = []
+        for call, result in zip(self.calls, self.results, strict=True):
+            out.append(
+                result if result is not None else not_run(call, "internal error")
+            )
+        return out

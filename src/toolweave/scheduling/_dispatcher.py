@@ -1,0 +1,363 @@
+"""Dispatcher: runs batches of tool calls under the gate, a policy and two caps."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import final
+
+import anyio
+
+from ..messages import ToolCall, ToolResult
+from ..tools import ToolRegistry
+from ..tools._threads import thread_limiter
+from ._batch import CLOSED, Batch, CompletedListener, Runner, StartedListener
+from ._config import ConcurrencyConfig
+from ._interrupt import InterruptToken
+from ._modifiers import apply_modifiers
+from ._policies import new_planner
+from ._results import not_run
+from ._sequential import run_sequential
+from ._stream import ToolStream
+
+__all__ = ["Dispatcher", "DispatcherStatistics", "InterruptLike"]
+
+logger = logging.getLogger("toolweave.scheduling")
+
+InterruptLike = InterruptToken | anyio.Event
+
+
+@dataclass(frozen=True, slots=True)
+class DispatcherStatistics:
+    """A snapshot of a Dispatcher's load."""
+
+    running: int
+    """Calls inside their runner right now, across every batch."""
+    waiting: int
+    """Calls submitted but not yet running (waiting for slots, dependencies or readiness)."""
+    batches: int
+    """Batches (dispatches and streams) in progress."""
+    slots_in_use: int
+    """Host slots held (>= running: an admitted call holds its slot while it waits)."""
+    max_concurrency: int
+    """The host cap."""
+    closed: bool
+    """True once `aclose` began."""
+
+
+class _Host:
+    """The resources every batch on one Dispatcher shares: the host cap and threads."""
+
+    def __init__(self, max_concurrency: int) -> None:
+        self.slots = anyio.CapacityLimiter(max_concurrency)
+        self.threads = anyio.CapacityLimiter(max_concurrency)
+        self.running = 0
+        self.waiting = 0
+
+    def started_running(self) -> None:
+        self.running += 1
+        self.waiting -= 1
+
+    async def acquire(self, token: object, batch: anyio.CapacityLimiter) -> None:
+        """Take a host slot, then a batch slot, on behalf of `token`.
+
+        A checkpoint only when a slot is not free at once.
+        """
+        try:
+            self.slots.acquire_on_behalf_of_nowait(token)
+        except anyio.WouldBlock:
+            await self.slots.acquire_on_behalf_of(token)
+        try:
+            try:
+                batch.acquire_on_behalf_of_nowait(token)
+            except anyio.WouldBlock:
+                await batch.acquire_on_behalf_of(token)
+        except BaseException:
+            self.slots.release_on_behalf_of(token)
+            raise
+
+    def release(self, token: object, batch: anyio.CapacityLimiter) -> None:
+        batch.release_on_behalf_of(token)
+        self.slots.release_on_behalf_of(token)
+
+
+@final
+class Dispatcher:
+    """Runs the tool calls of one model response: safe ones together, the rest in order.
+
+    One Dispatcher is the *host*: `max_concurrency` bounds the calls running at
+    once across every dispatch on it (many sessions may share it), while
+    `per_batch_max` bounds one dispatch so it cannot starve the others.
+
+    Guarantees of `dispatch` (seed 000 §3): results in call order, one per call;
+    `on_started(call)` from the dispatching task in call order, after the call's
+    slots are taken and before it runs (backpressure delays it, never reorders
+    it); `on_completed(call, result)` in completion order; a runner that raises or
+    returns nothing gives an error result; a listener that raises is logged and
+    swallowed; `dispatch` never raises for a tool's fault.
+
+    Loop affinity: a Dispatcher belongs to the event loop it is first used in.
+    """
+
+    def __init__(self, config: ConcurrencyConfig | None = None) -> None:
+        self.config = config or ConcurrencyConfig()
+        """The configuration (fixed for the Dispatcher's life)."""
+        self._host: _Host | None = None
+        self._batches: set[Batch] = set()
+        self._idle: anyio.Event | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> Dispatcher:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    @property
+    def closed(self) -> bool:
+        """True once `aclose` began; later dispatches run sequentially on the caller."""
+        return self._closed
+
+    def _get_host(self) -> _Host:
+        if self._host is None:
+            self._host = _Host(self.config.max_concurrency)
+        return self._host
+
+    def statistics(self) -> DispatcherStatistics:
+        """Current running/waiting counts. Safe to call at any time from the loop thread."""
+        host = self._host
+        return DispatcherStatistics(
+            running=host.running if host else 0,
+            waiting=host.waiting if host else 0,
+            batches=len(self._batches),
+            slots_in_use=int(host.slots.borrowed_tokens) if host else 0,
+            max_concurrency=self.config.max_concurrency,
+            closed=self._closed,
+        )
+
+    def _new_batch(
+        self,
+        registry: ToolRegistry,
+        runner: Runner,
+        on_started: StartedListener | None,
+        on_completed: CompletedListener | None,
+        *,
+        eager: bool,
+    ) -> Batch:
+        return Batch(
+            self._get_host(),
+            registry,
+            runner,
+            new_planner(self.config.policy),
+            on_started=on_started,
+            on_completed=on_completed,
+            batch_cap=self.config.batch_cap,
+            eager=eager,
+        )
+
+    async def dispatch(
+        self,
+        calls: Sequence[ToolCall],
+        registry: ToolRegistry,
+        runner: Runner,
+        on_started: StartedListener | None = None,
+        on_completed: CompletedListener | None = None,
+        *,
+        interrupt: InterruptLike | None = None,
+    ) -> list[ToolResult]:
+        """Run `calls` and return one result per call, in call order.
+
+        Checkpoint: always (it awaits the calls). Cancelling the dispatching task
+        cancels every call of the batch and re-raises; nothing is left running.
+
+        Args:
+            calls: The tool calls of one model response, in the model's order.
+            registry: The session's tools (the gate looks calls up here).
+            runner: ``async (call) -> ToolResult``, normally the execution lifecycle.
+            on_started: Called with each call in call order, before it runs.
+            on_completed: Called with each call and its result as it finishes.
+            interrupt: An InterruptToken (or anyio.Event): when set, CANCEL calls
+                are cancelled, BLOCK calls run to the end, and calls not yet
+                started get a synthetic "not run: interrupted" result.
+        """
+        calls = list(calls)
+        if not calls:
+            return []
+        async with _as_token(interrupt) as token:
+            if not self.config.enabled or len(calls) < 2 or self._closed:
+                return await run_sequential(
+                    calls, registry, runner, on_started, on_completed, token
+                )
+            batch = self._new_batch(
+                registry, runner, on_started, on_completed, eager=False
+            )
+            return await self._run_batch(batch, calls, registry, runner, token)
+
+    async def _run_batch(
+        self,
+        batch: Batch,
+        calls: list[ToolCall],
+        registry: ToolRegistry,
+        runner: Runner,
+        token: InterruptToken | None,
+    ) -> list[ToolResult]:
+        self._batches.add(batch)
+        unsubscribe = token.subscribe(batch.interrupt) if token else None
+        reset = thread_limiter.set(self._get_host().threads)
+        try:
+            async with anyio.create_task_group() as tg:
+                batch.attach(tg)
+                for call in calls:
+                    batch.submit(call)
+                batch.finish()
+                await batch.admit_all()
+            await self._finish_batch(batch, registry, runner, token)
+        finally:
+            thread_limiter.reset(reset)
+            if unsubscribe:
+                unsubscribe()
+            self._forget(batch)
+        return batch.collected()
+
+    async def _finish_batch(
+        self,
+        batch: Batch,
+        registry: ToolRegistry,
+        runner: Runner,
+        token: InterruptToken | None,
+    ) -> None:
+        """Settle the calls admission never reached, then apply context modifiers."""
+        if batch.stop == CLOSED and not batch.forced:
+            # seed 000 §3: a close that wins the race runs the rest on the caller.
+            for index in batch.pending_indices():
+                await self._run_on_caller(batch, index, registry, runner, token)
+        else:
+            batch.settle_unadmitted(batch.stop or "internal error")
+        # seed 003 §4.3.1: modifiers of a concurrent batch apply after it, in call order.
+        apply_modifiers(r for r in batch.results if r is not None)
+
+    async def _run_on_caller(
+        self,
+        batch: Batch,
+        index: int,
+        registry: ToolRegistry,
+        runner: Runner,
+        token: InterruptToken | None,
+    ) -> None:
+        call = batch.calls[index]
+        result = not_run(call, CLOSED)
+        if not batch.forced:
+            with anyio.CancelScope() as batch.fallback_scope:
+                [result] = await run_sequential(
+                    [call], registry, runner, batch.on_started, None, token
+                )
+            batch.fallback_scope = None
+        batch.complete_externally(index, result)
+
+    def _forget(self, batch: Batch) -> None:
+        self._batches.discard(batch)
+        if not self._batches and self._idle is not None:
+            self._idle.set()
+
+    @asynccontextmanager
+    async def open_stream(
+        self,
+        registry: ToolRegistry,
+        runner: Runner,
+        on_started: StartedListener | None = None,
+        on_completed: CompletedListener | None = None,
+        *,
+        interrupt: InterruptLike | None = None,
+    ) -> AsyncIterator[ToolStream]:
+        """Open the streaming seam: feed calls as their blocks complete (seed 000 §7).
+
+        SAFE calls start while the response still streams (if `streaming_overlap`
+        is on and the policy can plan incrementally); the first call that is not
+        SAFE holds itself and every later call until `finish()`. Leaving the block
+        without `harvest()` discards the attempt.
+        """
+        async with _as_token(interrupt) as token:
+            if not self.config.enabled or self._closed:
+                yield ToolStream.deferred(
+                    self, registry, runner, on_started, on_completed, token
+                )
+                return
+            batch = self._new_batch(
+                registry,
+                runner,
+                on_started,
+                on_completed,
+                eager=self.config.streaming_overlap,
+            )
+            self._batches.add(batch)
+            unsubscribe = token.subscribe(batch.interrupt) if token else None
+            reset = thread_limiter.set(self._get_host().threads)
+            stream = ToolStream.live(self, batch, registry, runner, token)
+            try:
+                async with anyio.create_task_group() as tg:
+                    batch.attach(tg)
+                    tg.start_soon(batch.admit_all)
+                    try:
+                        yield stream
+                    finally:
+                        if not stream.harvested:
+                            stream.discard()
+            finally:
+                thread_limiter.reset(reset)
+                if unsubscribe:
+                    unsubscribe()
+                self._forget(batch)
+
+    async def aclose(self, drain_timeout: float | None = None) -> None:
+        """Stop taking new work, drain running calls, then cancel what is left.
+
+        Batches in progress admit nothing more; their admitted calls may finish
+        within `drain_timeout` (default: the config's, 30 s), after which they
+        are cancelled with synthetic results. Calls those batches never admitted
+        run sequentially on their callers (or get "not run" after a forced
+        close). Later dispatches run sequentially. Idempotent.
+        """
+        self._closed = True
+        if not self._batches:
+            return
+        self._idle = anyio.Event()
+        for batch in list(self._batches):
+            batch.close()
+        timeout = self.config.drain_timeout if drain_timeout is None else drain_timeout
+        with anyio.move_on_after(timeout):
+            await self._idle.wait()
+        if self._batches:
+            logger.warning(
+                "drain timed out after %s s; cancelling running calls", timeout
+            )
+            for batch in list(self._batches):
+                batch.force_close()
+            await self._idle.wait()
+
+
+@asynccontextmanager
+async def _as_token(
+    interrupt: InterruptLike | None,
+) -> AsyncIterator[InterruptToken | None]:
+    """Adapt an anyio.Event to an InterruptToken (a watcher task); tokens pass through."""
+    if interrupt is None or isinstance(interrupt, InterruptToken):
+        yield interrupt
+        return
+    token = InterruptToken()
+    if interrupt.is_set():
+        token.set()
+        yield token
+        return
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await interrupt.wait()
+            token.set()
+
+        tg.start_soon(watch)
+        try:
+            yield token
+        finally:
+            tg.cancel_scope.cancel()

@@ -1,0 +1,74 @@
+"""The two-layer gate (seed 000 §2): may this call overlap others, and what does it touch?
+
+Layer 1 (intent + config) is decided per batch by the Dispatcher: enabled, and two
+or more calls. Layer 2 (safety) is decided here per call: the call resolves, its
+input validates, it is SAFE, not hidden, and its interrupt behaviour allows
+parallel running. Anything unsure fails closed: the call becomes a barrier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .._exceptions import ToolInputError
+from ..messages import ToolCall
+from ..tools import Access, Concurrency, Interrupt, Tool, ToolRegistry
+
+__all__ = ["CallPlan", "classify"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallPlan:
+    """What the gate decided about one call."""
+
+    tool: Tool | None
+    """The resolved tool, or None for a hallucinated name."""
+    args: dict[str, Any] | None
+    """The validated input, or None if it did not validate."""
+    parallel_ok: bool
+    """Layer 2 passed: the call may overlap other parallel-ok calls."""
+    access: Access
+    """What the call claims to touch (a barrier when undeclared or unresolvable)."""
+    reason: str = ""
+    """Why the call is not parallel-ok, in words (empty when it is)."""
+
+    @property
+    def interrupt(self) -> Interrupt:
+        """The tool's interrupt behaviour; a call with no tool can always be cancelled."""
+        return self.tool.interrupt if self.tool is not None else Interrupt.CANCEL
+
+
+def _exclusive(tool: Tool | None, args: dict[str, Any] | None, reason: str) -> CallPlan:
+    return CallPlan(tool, args, False, Access.barrier(), reason)
+
+
+def classify(call: ToolCall, registry: ToolRegistry) -> CallPlan:
+    """Apply Layer 2 of the gate to one call. Never raises.
+
+    A sync tool that declares CANCEL is not parallel-ok: its worker thread cannot
+    be stopped, so after an interrupt it would keep running beside the calls that
+    follow it (the Python analogue of seed 000's THREAD_INTERRUPT exclusion).
+    """
+    tool = registry.get(call.name)
+    if tool is None:
+        return _exclusive(None, None, f"unknown tool {call.name!r}")
+    if call.raw_arguments is not None:
+        return _exclusive(tool, None, "arguments are not valid JSON")
+    try:
+        args = tool.parse(call.input)
+    except ToolInputError:
+        return _exclusive(tool, None, "invalid input")
+    except Exception:
+        return _exclusive(tool, None, "input validation raised")
+    if tool.hidden:
+        return _exclusive(tool, args, "hidden tools never run in parallel")
+    concurrency = tool.concurrency_for(args)
+    declared = tool.access_for(args)
+    if concurrency is not Concurrency.SAFE:
+        access = declared if declared is not None else Access.barrier()
+        return CallPlan(tool, args, False, access, "SEQUENTIAL")
+    if tool.runs_in_thread and tool.interrupt is Interrupt.CANCEL:
+        return _exclusive(tool, args, "a thread cannot honour CANCEL in parallel")
+    access = declared if declared is not None else Access.read_all()
+    return CallPlan(tool, args, True, access)

@@ -1,0 +1,130 @@
+"""Scheduling policies: which earlier calls each call must wait for.
+
+Every policy reduces to a dependency graph over the batch in call order: call i
+may start once the calls in `deps(i)` have finished. Dependencies always point
+to earlier calls, so no policy can deadlock and every schedule is
+serial-equivalent for the conflicts it knows about.
+
+| policy          | rule                                                              |
+|-----------------|-------------------------------------------------------------------|
+| all_or_nothing  | no edges if every call is parallel-ok, else a chain (seed 000)    |
+| partition       | runs of parallel-ok calls between exclusive ones (seed 003)       |
+| rwlock          | parallel-ok = shared, else exclusive; write-preferring FIFO (001) |
+| conflict        | an edge only where Access conflicts (ours)                        |
+
+`partition` and `rwlock` draw the same graph; they differ in when a call is
+admitted: a partition call is not started (no slot, no `on_started`) until its
+batch's predecessors finished, while an rwlock call starts at once and waits at
+the gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..tools import keys_overlap
+from ._config import PolicyName
+from ._gate import CallPlan
+
+__all__ = ["Planner", "new_planner"]
+
+
+class Planner(Protocol):
+    """Builds one batch's dependency graph as its calls arrive."""
+
+    incremental: bool
+    """True if `deps(i)` can be known before the batch is complete."""
+    admit_after_deps: bool
+    """True if a call is admitted only once its dependencies finished."""
+
+    def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
+        """Earlier calls that must finish before call `index` starts.
+
+        Called once per call, in call order. A non-incremental planner is only
+        called once `plans` holds the whole batch.
+        """
+        ...
+
+
+class _AllOrNothing:
+    incremental = False
+    admit_after_deps = True
+
+    def __init__(self) -> None:
+        self._parallel: bool | None = None
+
+    def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
+        if self._parallel is None:
+            self._parallel = len(plans) >= 2 and all(p.parallel_ok for p in plans)
+        if self._parallel or index == 0:
+            return ()
+        return (index - 1,)
+
+
+class _SharedExclusive:
+    """Parallel-ok calls share the gate; the rest hold it alone, in FIFO order."""
+
+    incremental = True
+
+    def __init__(self, *, admit_after_deps: bool) -> None:
+        self.admit_after_deps = admit_after_deps
+        self._last_exclusive = -1
+        self._shared_since: list[int] = []
+
+    def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
+        last = self._last_exclusive
+        if plans[index].parallel_ok:
+            self._shared_since.append(index)
+            return (last,) if last >= 0 else ()
+        waits_for = tuple(self._shared_since) or ((last,) if last >= 0 else ())
+        self._last_exclusive = index
+        self._shared_since = []
+        return waits_for
+
+
+class _Conflict:
+    """Wait only for earlier calls whose Access conflicts with this one."""
+
+    incremental = True
+    admit_after_deps = False
+
+    def __init__(self) -> None:
+        self._reads: list[tuple[int, str]] = []
+        self._writes: list[tuple[int, str]] = []
+
+    def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
+        access = plans[index].access
+        touched = access.reads + access.writes
+        found: set[int] = set()
+        if touched:
+            found.update(
+                j
+                for j, key in self._writes
+                if any(keys_overlap(key, t) for t in touched)
+            )
+        if access.writes:
+            found.update(
+                j
+                for j, key in self._reads
+                if any(keys_overlap(key, w) for w in access.writes)
+            )
+        if access.is_barrier:
+            # Everything earlier that touched anything is now a dependency of this
+            # call, so later calls need only wait for the barrier itself.
+            self._reads, self._writes = [], [(index, "*")]
+        else:
+            self._reads.extend((index, key) for key in access.reads)
+            self._writes.extend((index, key) for key in access.writes)
+        return tuple(sorted(found))
+
+
+def new_planner(policy: PolicyName) -> Planner:
+    """A fresh planner for one batch under `policy`."""
+    if policy == "all_or_nothing":
+        return _AllOrNothing()
+    if policy == "partition":
+        return _SharedExclusive(admit_after_deps=True)
+    if policy == "rwlock":
+        return _SharedExclusive(admit_after_deps=False)
+    return _Conflict()

@@ -1,0 +1,63 @@
+"""Results the scheduler writes itself: synthetic answers and runner-fault errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from ..messages import ToolCall, ToolResult
+
+__all__ = [
+    "coerce_result",
+    "not_run",
+    "runner_failed",
+    "stopped_while_running",
+]
+
+logger = logging.getLogger("toolweave.scheduling")
+
+
+def not_run(call: ToolCall, why: str) -> ToolResult:
+    """The synthetic result of a call that never started."""
+    return ToolResult(
+        call.id,
+        f"Not run: {why}. The tool {call.name!r} was never started.",
+        is_error=True,
+        synthetic=True,
+    )
+
+
+def stopped_while_running(call: ToolCall, why: str) -> ToolResult:
+    """The synthetic result of a call that was cancelled while it ran."""
+    return ToolResult(
+        call.id,
+        f"Cancelled: {why}. The tool {call.name!r} was stopped before it finished;"
+        " any effects it had are unknown.",
+        is_error=True,
+        synthetic=True,
+    )
+
+
+def runner_failed(call: ToolCall, exc: BaseException) -> ToolResult:
+    """The error result of a runner that raised instead of returning a result."""
+    logger.exception("runner raised for call %s (%s)", call.id, call.name, exc_info=exc)
+    return ToolResult(
+        call.id,
+        f"Error: the tool {call.name!r} failed: {type(exc).__name__}: {exc}",
+        is_error=True,
+    )
+
+
+def coerce_result(call: ToolCall, result: object) -> ToolResult:
+    """Make sure a runner's return value is this call's ToolResult."""
+    if not isinstance(result, ToolResult):
+        logger.error("runner returned %r for call %s", type(result).__name__, call.id)
+        return ToolResult(
+            call.id,
+            f"Error: the runner for {call.name!r} returned no result.",
+            is_error=True,
+        )
+    if result.call_id != call.id:
+        logger.error("runner returned a result for %s as %s", call.id, result.call_id)
+        return dataclasses.replace(result, call_id=call.id)
+    return result

@@ -1,0 +1,72 @@
+"""The sequential path: a plain loop, used when concurrency is off or a batch has one call.
+
+No task group and no threads of its own: each call runs in the dispatching task,
+in order, with the same isolation, interrupt and sibling-abort rules as the
+concurrent engine, and context modifiers applied right after each call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import anyio
+
+from ..messages import ToolCall, ToolResult
+from ..tools import Interrupt, ToolRegistry
+from ._batch import (
+    INTERRUPTED,
+    CompletedListener,
+    Runner,
+    StartedListener,
+    fire,
+    invoke,
+)
+from ._interrupt import InterruptToken
+from ._modifiers import apply_modifiers
+from ._results import not_run, stopped_while_running
+
+__all__ = ["run_sequential"]
+
+
+async def run_sequential(
+    calls: Sequence[ToolCall],
+    registry: ToolRegistry,
+    runner: Runner,
+    on_started: StartedListener | None,
+    on_completed: CompletedListener | None,
+    interrupt: InterruptToken | None,
+) -> list[ToolResult]:
+    """Run `calls` one after another in the calling task; results in call order."""
+    results: list[ToolResult] = []
+    sibling_failure: str | None = None
+    for call in calls:
+        tool = registry.get(call.name)
+        declares_abort = tool is not None and tool.abort_siblings_on_error
+        if interrupt is not None and interrupt.is_set():
+            result = not_run(call, INTERRUPTED)
+        elif sibling_failure is not None and declares_abort:
+            result = not_run(call, sibling_failure)
+        else:
+            fire(on_started, call)
+            cancellable = tool is None or tool.interrupt is Interrupt.CANCEL
+            result = await _run_one(call, runner, interrupt if cancellable else None)
+            if result.is_error and not result.synthetic and declares_abort:
+                sibling_failure = f"sibling {call.name} failed"
+        fire(on_completed, call, result)
+        apply_modifiers([result])
+        results.append(result)
+    return results
+
+
+async def _run_one(
+    call: ToolCall, runner: Runner, interrupt: InterruptToken | None
+) -> ToolResult:
+    if interrupt is None:
+        return await invoke(runner, call)
+    with anyio.CancelScope() as scope:
+        unsubscribe = interrupt.subscribe(scope.cancel)
+        try:
+            return await invoke(runner, call)
+        finally:
+            unsubscribe()
+    return stopped_while_running(call, INTERRUPTED)

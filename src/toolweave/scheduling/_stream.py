@@ -1,0 +1,143 @@
+"""ToolStream: the streaming seam — feed calls while the model's response streams."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, final
+
+from .._exceptions import UsageError
+from ..messages import ToolCall, ToolResult
+from ..tools import ToolRegistry
+from ._batch import Batch, CompletedListener, Runner, StartedListener
+from ._interrupt import InterruptToken
+
+if TYPE_CHECKING:
+    from ._dispatcher import Dispatcher
+
+__all__ = ["ToolStream"]
+
+
+@final
+class ToolStream:
+    """Calls of one streamed response, fed as each tool_use block completes.
+
+    Obtain one from `Dispatcher.open_stream`. `submit` each call in stream order;
+    SAFE calls may start at once. `finish` when the response is final, then
+    `harvest` the results in call order — the same results and the same
+    `on_started` order as `Dispatcher.dispatch` on the same calls. If the attempt
+    is retried or truncated, `discard` it: eager CANCEL calls are cancelled, BLOCK
+    calls run to their end, and nothing is harvested.
+
+    Loop affinity: `submit`, `finish` and `discard` are synchronous and must be
+    called from the event loop's thread; none of them blocks.
+    """
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        registry: ToolRegistry,
+        runner: Runner,
+        token: InterruptToken | None,
+        *,
+        batch: Batch | None,
+        on_started: StartedListener | None = None,
+        on_completed: CompletedListener | None = None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._registry = registry
+        self._runner = runner
+        self._token = token
+        self._batch = batch
+        self._on_started = on_started
+        self._on_completed = on_completed
+        self._calls: list[ToolCall] = []
+        self.harvested = False
+        """True once `harvest` returned."""
+        self.discarded = False
+        """True once `discard` was called."""
+
+    @classmethod
+    def live(
+        cls,
+        dispatcher: Dispatcher,
+        batch: Batch,
+        registry: ToolRegistry,
+        runner: Runner,
+        token: InterruptToken | None,
+    ) -> ToolStream:
+        """A stream whose SAFE calls start as they arrive."""
+        return cls(dispatcher, registry, runner, token, batch=batch)
+
+    @classmethod
+    def deferred(
+        cls,
+        dispatcher: Dispatcher,
+        registry: ToolRegistry,
+        runner: Runner,
+        on_started: StartedListener | None,
+        on_completed: CompletedListener | None,
+        token: InterruptToken | None,
+    ) -> ToolStream:
+        """A stream that only collects calls and dispatches them at `harvest`."""
+        return cls(
+            dispatcher,
+            registry,
+            runner,
+            token,
+            batch=None,
+            on_started=on_started,
+            on_completed=on_completed,
+        )
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The calls submitted so far."""
+        return list(self._calls)
+
+    def submit(self, call: ToolCall) -> None:
+        """Add the next call of the response. Never blocks.
+
+        Raises:
+            UsageError: after `finish`, `discard` or `harvest`.
+        """
+        if self.discarded or self.harvested or (self._batch and self._batch.final):
+            raise UsageError("submit() after the stream was finished or discarded")
+        self._calls.append(call)
+        if self._batch is not None:
+            self._batch.submit(call)
+
+    def finish(self) -> None:
+        """The response is final: calls held back may now be scheduled."""
+        if self._batch is not None:
+            self._batch.finish()
+
+    def discard(self) -> None:
+        """Throw this attempt away (a retry or a truncated response). Idempotent."""
+        self.discarded = True
+        if self._batch is not None:
+            self._batch.discard()
+
+    async def harvest(self) -> list[ToolResult]:
+        """Finish the stream, wait for every call, and return results in call order.
+
+        Raises:
+            UsageError: if the stream was discarded or already harvested.
+        """
+        if self.discarded or self.harvested:
+            raise UsageError("harvest() of a discarded or already harvested stream")
+        if self._batch is None:
+            self.harvested = True
+            return await self._dispatcher.dispatch(
+                self._calls,
+                self._registry,
+                self._runner,
+                self._on_started,
+                self._on_completed,
+                interrupt=self._token,
+            )
+        self._batch.finish()
+        await self._batch.wait_settled()
+        await self._dispatcher._finish_batch(
+            self._batch, self._registry, self._runner, self._token
+        )
+        self.harvested = True
+        return self._batch.collected()

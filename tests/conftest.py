@@ -1,0 +1,36 @@
+"""Shared fixtures: every async test runs on asyncio and on trio with virtual time."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trio.testing
+
+_real_connect = socket.socket.connect
+_LOOPBACK_PREFIXES = ("127.", "::1", "localhost")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, str) and self.family in (socket.AF_INET, socket.AF_INET6):
+        if not host.startswith(_LOOPBACK_PREFIXES):
+            raise AssertionError(f"test tried a non-loopback address: {address!r}")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail any test that tries to reach a non-loopback address."""
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    yield
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """asyncio, and trio with an autojumping MockClock (virtual time)."""
+    if request.param == "trio":
+        return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
+    return "asyncio"
