@@ -34,3 +34,23 @@ def anyio_backend(request: pytest.FixtureRequest) -> object:
     if request.param == "trio":
         return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
     return "asyncio"
+
+
+def _hypothesis_profiles() -> None:
+    import os
+
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "ci",
+        derandomize=True,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    settings.register_profile(
+        "dev", deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+_hypothesis_profiles()

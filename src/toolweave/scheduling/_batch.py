@@ -209,16 +209,23 @@ class Batch:
         ready = self._ready.get(index)
         if ready is not None:
             await ready.wait()
+        assert self._tg is not None
         if self._why[index] is not None:
-            self._host.waiting -= 1
-            self._complete(index, not_run(call, self._why[index] or ""))
+            self._outstanding += 1
+            self._tg.start_soon(self._skip, index)
             return
         token = object()
         await self._host.acquire(token, self._limiter)
+        # A slot handed over just before a halt still arrives: check again.
+        if self.stop is not None or self._why[index] is not None:
+            self._host.release(token, self._limiter)
+            if self.stop is None:
+                self._outstanding += 1
+                self._tg.start_soon(self._skip, index)
+            return
         self._state[index] = _State.ADMITTED
         self._outstanding += 1
         fire(self._on_started, call)
-        assert self._tg is not None
         self._tg.start_soon(self._run, index, token)
 
     async def _wait_for(self, deps: Sequence[int]) -> None:
@@ -247,21 +254,37 @@ class Batch:
         finally:
             self._scopes[index] = None
             self._host.release(token, self._limiter)
-            self._outstanding -= 1
-        if result is None:
-            why = self._why[index] or "cancelled"
-            ran = self._state[index] is _State.RUNNING
-            result = stopped_while_running(call, why) if ran else not_run(call, why)
-            if not ran:
-                self._host.waiting -= 1
-        self._complete(index, result)
+        if result is not None:
+            self._record(index, result)
+        elif self._state[index] is _State.RUNNING:
+            self._record(
+                index, stopped_while_running(call, self._why[index] or "cancelled")
+            )
+        else:
+            await self._skip_body(index)
+        self._settle(index)
 
-    def _complete(self, index: int, result: ToolResult) -> None:
+    async def _skip(self, index: int) -> None:
+        await self._skip_body(index)
+        self._settle(index)
+
+    async def _skip_body(self, index: int) -> None:
+        self._host.waiting -= 1
+        self._record(index, not_run(self.calls[index], self._why[index] or "cancelled"))
+        # Dependencies are transitive: a skipped call may only count as done once
+        # everything it waited for is done, or a later call could overtake them.
+        await self._wait_for(self._deps[index])
+
+    def _settle(self, index: int) -> None:
+        self._done[index].set()
+        self._outstanding -= 1
+        self._check_settled()
+
+    def _record(self, index: int, result: ToolResult) -> None:
         call = self.calls[index]
         started = self._state[index] is not _State.PENDING
         self.results[index] = result
         self._state[index] = _State.DONE
-        self._done[index].set()
         if self.stop != DISCARDED or started:
             fire(self._on_completed, call, result)
         tool = self.plans[index].tool
@@ -272,7 +295,6 @@ class Batch:
             and tool.abort_siblings_on_error
         ):
             self._abort_siblings(index)
-        self._check_settled()
 
     def _check_settled(self) -> None:
         if self._admission_over and self._outstanding == 0:
@@ -339,15 +361,20 @@ class Batch:
         return [i for i, r in enumerate(self.results) if r is None]
 
     def settle_unadmitted(self, why: str) -> None:
-        """Give every never-admitted call a synthetic 'not run' result."""
+        """Give every never-admitted call a synthetic 'not run' result.
+
+        Only after admission ended: nothing admitted can depend on these calls.
+        """
         for index in self.pending_indices():
-            self._host.waiting -= 1
-            self._complete(index, not_run(self.calls[index], self._why[index] or why))
+            self.complete_externally(
+                index, not_run(self.calls[index], self._why[index] or why)
+            )
 
     def complete_externally(self, index: int, result: ToolResult) -> None:
-        """Record a result produced outside the engine (the close fallback)."""
+        """Record a result produced outside the engine (after admission ended)."""
         self._host.waiting -= 1
-        self._complete(index, result)
+        self._record(index, result)
+        self._done[index].set()
 
     def collected(self) -> list[ToolResult]:
         """The results in call order; every call must have one."""
