@@ -23,13 +23,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.abc
 
 from ..messages import ToolCall, ToolResult
 from ..tools import Interrupt, ToolRegistry
 from ._gate import CallPlan, classify
 from ._policies import Planner
 from ._results import coerce_result, not_run, runner_failed, stopped_while_running
+from ._spawn import Spawner
 
 if TYPE_CHECKING:
     from ._dispatcher import _Host
@@ -91,6 +91,7 @@ class Batch:
         on_completed: CompletedListener | None,
         batch_cap: int,
         eager: bool,
+        selective: bool,
     ) -> None:
         self._host = host
         self._registry = registry
@@ -99,6 +100,7 @@ class Batch:
         self._on_started = on_started
         self._on_completed = on_completed
         self._eager = eager and planner.incremental
+        self._selective = selective
         self._limiter = anyio.CapacityLimiter(batch_cap)
         self.calls: list[ToolCall] = []
         self.plans: list[CallPlan] = []
@@ -109,8 +111,8 @@ class Batch:
         self._scopes: list[anyio.CancelScope | None] = []
         self._why: list[str | None] = []
         self._ready: dict[int, anyio.Event] = {}
-        self._tg: anyio.abc.TaskGroup | None = None
-        self._wake = anyio.Event()
+        self._tg: Spawner | None = None
+        self._wake: anyio.Event | None = None
         self._admission: anyio.CancelScope | None = None
         self._admitted = 0
         self._outstanding = 0
@@ -122,6 +124,8 @@ class Batch:
         """Why admission stopped early: interrupted, closed, or discarded."""
         self.forced = False
         """True if running calls were cancelled because the dispatcher closed."""
+        self.scope: anyio.CancelScope | None = None
+        """The whole batch's scope (dispatch batches): a forced close cancels it."""
         self.fallback_scope: anyio.CancelScope | None = None
         """Scope of a call the close fallback runs on the caller (force_close cancels it)."""
 
@@ -132,7 +136,7 @@ class Batch:
 
     # -- feeding -------------------------------------------------------------
 
-    def attach(self, tg: anyio.abc.TaskGroup) -> None:
+    def attach(self, tg: Spawner) -> None:
         """Give the batch the task group its calls run in."""
         self._tg = tg
 
@@ -149,8 +153,10 @@ class Batch:
         self._scopes.append(None)
         self._why.append(None)
         self._host.waiting += 1
-        if self._sibling_failure and plan.tool and plan.tool.abort_siblings_on_error:
-            self._why[index] = self._sibling_failure
+        if plan.tool is not None and plan.tool.abort_siblings_on_error:
+            self._selective = True
+            if self._sibling_failure:
+                self._why[index] = self._sibling_failure
         if plan.tool is not None and plan.tool.needs_prepare and self._tg is not None:
             ready = self._ready[index] = anyio.Event()
             self._tg.start_soon(self._prepare, plan, ready)
@@ -162,8 +168,9 @@ class Batch:
         self._poke()
 
     def _poke(self) -> None:
-        self._wake.set()
-        self._wake = anyio.Event()
+        if self._wake is not None:
+            self._wake.set()
+            self._wake = None
 
     async def _prepare(self, plan: CallPlan, ready: anyio.Event) -> None:
         # seed 001: readiness waits happen outside the gate, before any slot.
@@ -192,7 +199,8 @@ class Batch:
                 if index >= len(self.calls) and self.final:
                     break
                 if not self._admissible(index):
-                    await self._wake.wait()
+                    self._wake = wake = anyio.Event()
+                    await wake.wait()
                     continue
                 await self._admit(index)
                 index += 1
@@ -240,17 +248,12 @@ class Batch:
         call = self.calls[index]
         result: ToolResult | None = None
         try:
-            with anyio.CancelScope() as scope:
-                self._scopes[index] = scope
-                if not self._planner.admit_after_deps:
-                    await self._wait_for(self._deps[index])
-                if self._why[index] is None:
-                    self._state[index] = _State.RUNNING
-                    self._host.started_running()
-                    try:
-                        result = await invoke(self._runner, call)
-                    finally:
-                        self._host.running -= 1
+            if self._selective:
+                with anyio.CancelScope() as scope:
+                    self._scopes[index] = scope
+                    result = await self._wait_and_invoke(index, call)
+            else:
+                result = await self._wait_and_invoke(index, call)
         finally:
             self._scopes[index] = None
             self._host.release(token, self._limiter)
@@ -263,6 +266,18 @@ class Batch:
         else:
             await self._skip_body(index)
         self._settle(index)
+
+    async def _wait_and_invoke(self, index: int, call: ToolCall) -> ToolResult | None:
+        if not self._planner.admit_after_deps:
+            await self._wait_for(self._deps[index])
+        if self._why[index] is not None:
+            return None
+        self._state[index] = _State.RUNNING
+        self._host.started_running()
+        try:
+            return await invoke(self._runner, call)
+        finally:
+            self._host.running -= 1
 
     async def _skip(self, index: int) -> None:
         await self._skip_body(index)
@@ -345,14 +360,30 @@ class Batch:
 
     def close(self) -> None:
         """The dispatcher is closing: admit nothing more; what is admitted runs on."""
-        self.halt(CLOSED, cancel_running=lambda p: False)
+        if self.stop is None:
+            self.stop = CLOSED
+        if self._admission is not None:
+            self._admission.cancel()
 
     def force_close(self) -> None:
         """The drain timed out: cancel everything still running."""
         self.forced = True
         self.halt(CLOSED, cancel_running=lambda p: True)
-        if self.fallback_scope is not None:
-            self.fallback_scope.cancel()
+        for scope in (self.scope, self.fallback_scope):
+            if scope is not None:
+                scope.cancel()
+
+    def settle_cancelled(self) -> None:
+        """Give admitted calls whose tasks a forced close cancelled their synthetic result."""
+        for index, result in enumerate(self.results):
+            if result is not None:
+                continue
+            call = self.calls[index]
+            if self._state[index] is _State.RUNNING:
+                self._record(index, stopped_while_running(call, CLOSED))
+                self._done[index].set()
+            elif self._state[index] is _State.ADMITTED:
+                self.complete_externally(index, not_run(call, CLOSED))
 
     # -- results -------------------------------------------------------------------
 

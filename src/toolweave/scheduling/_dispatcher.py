@@ -20,6 +20,7 @@ from ._modifiers import apply_modifiers
 from ._policies import new_planner
 from ._results import not_run
 from ._sequential import run_sequential
+from ._spawn import open_spawner
 from ._stream import ToolStream
 
 __all__ = ["Dispatcher", "DispatcherStatistics", "InterruptLike"]
@@ -145,6 +146,7 @@ class Dispatcher:
         on_completed: CompletedListener | None,
         *,
         eager: bool,
+        selective: bool,
     ) -> Batch:
         return Batch(
             self._get_host(),
@@ -155,6 +157,7 @@ class Dispatcher:
             on_completed=on_completed,
             batch_cap=self.config.batch_cap,
             eager=eager,
+            selective=selective,
         )
 
     async def dispatch(
@@ -191,7 +194,12 @@ class Dispatcher:
                     calls, registry, runner, on_started, on_completed, token
                 )
             batch = self._new_batch(
-                registry, runner, on_started, on_completed, eager=False
+                registry,
+                runner,
+                on_started,
+                on_completed,
+                eager=False,
+                selective=token is not None,
             )
             return await self._run_batch(batch, calls, registry, runner, token)
 
@@ -207,12 +215,14 @@ class Dispatcher:
         unsubscribe = token.subscribe(batch.interrupt) if token else None
         reset = thread_limiter.set(self._get_host().threads)
         try:
-            async with anyio.create_task_group() as tg:
-                batch.attach(tg)
-                for call in calls:
-                    batch.submit(call)
-                batch.finish()
-                await batch.admit_all()
+            with anyio.CancelScope() as batch.scope:
+                async with open_spawner() as tg:
+                    batch.attach(tg)
+                    for call in calls:
+                        batch.submit(call)
+                    batch.finish()
+                    await batch.admit_all()
+            batch.scope = None
             await self._finish_batch(batch, registry, runner, token)
         finally:
             thread_limiter.reset(reset)
@@ -234,6 +244,7 @@ class Dispatcher:
             for index in batch.pending_indices():
                 await self._run_on_caller(batch, index, registry, runner, token)
         else:
+            batch.settle_cancelled()
             batch.settle_unadmitted(batch.stop or "internal error")
         # seed 003 §4.3.1: modifiers of a concurrent batch apply after it, in call order.
         apply_modifiers(r for r in batch.results if r is not None)
@@ -290,13 +301,14 @@ class Dispatcher:
                 on_started,
                 on_completed,
                 eager=self.config.streaming_overlap,
+                selective=True,
             )
             self._batches.add(batch)
             unsubscribe = token.subscribe(batch.interrupt) if token else None
             reset = thread_limiter.set(self._get_host().threads)
             stream = ToolStream.live(self, batch, registry, runner, token)
             try:
-                async with anyio.create_task_group() as tg:
+                async with open_spawner() as tg:
                     batch.attach(tg)
                     tg.start_soon(batch.admit_all)
                     try:
