@@ -300,7 +300,7 @@ async def test_interrupt_accepts_an_anyio_event_and_works_on_the_sequential_path
     None
 ):
     for enabled in (True, False):
-        probe, reg = _setup()
+        _probe, reg = _setup()
         event = anyio.Event()
         out: list[tw.ToolResult] = []
         async with anyio.create_task_group() as tg:
@@ -551,7 +551,7 @@ async def test_aclose_race_runs_what_is_left_on_the_caller() -> None:
 
 
 async def test_aclose_cancels_after_the_drain_timeout(anyio_backend: Any) -> None:
-    probe, reg = _setup()
+    _probe, reg = _setup()
     drain = 0.2 if anyio_backend == "asyncio" else 5.0
     dispatcher = Dispatcher(ConcurrencyConfig(per_batch_max=1, drain_timeout=drain))
     out: list[tw.ToolResult] = []
