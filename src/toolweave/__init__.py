@@ -99,6 +99,6 @@ __all__ = [
     "WorkspaceEscapeError",
     "models",
     "scheduling",
-    "tools",
     "tool",
+    "tools",
 ]
