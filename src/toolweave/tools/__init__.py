@@ -12,6 +12,7 @@ from ._function import FunctionTool as FunctionTool
 from ._function import tool as tool
 from ._registry import ToolRegistry as ToolRegistry
 from ._threads import run_in_worker_thread as run_in_worker_thread
+from .builtin import coding_tools as coding_tools
 from ._tool import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._tool import PermissionCheck as PermissionCheck
 from ._tool import Tool as Tool
@@ -29,6 +30,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolRegistry",
+    "coding_tools",
     "keys_overlap",
     "run_in_worker_thread",
     "tool",

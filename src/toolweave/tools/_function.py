@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, get_type_hints, overload
 
@@ -144,6 +144,8 @@ def tool(
     hidden: bool = False,
     abort_siblings_on_error: bool = False,
     replaceable_output: bool = False,
+    placement: str = "local",
+    resources: Mapping[str, float] | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -162,6 +164,8 @@ def tool(
     hidden: bool = False,
     abort_siblings_on_error: bool = False,
     replaceable_output: bool = False,
+    placement: str = "local",
+    resources: Mapping[str, float] | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a function, bare (``@tool``) or with options (``@tool(...)``).
 
@@ -183,6 +187,9 @@ def tool(
         hidden: Not offered to the model; never parallel.
         abort_siblings_on_error: A failure cancels running siblings that declare it too.
         replaceable_output: PostToolUse hooks may replace the output.
+        placement: ``"local"`` (default) or ``"ray"``: run each call as a Ray task
+            once the tools are wrapped by `toolweave.cluster.ray_tools`.
+        resources: What one call needs where it runs, e.g. ``{"num_cpus": 2}``.
     """
 
     def build(func: Callable[..., Any]) -> FunctionTool:
@@ -196,6 +203,8 @@ def tool(
             raise ToolDefinitionError("interrupt= must be an Interrupt")
         if timeout is not None and timeout <= 0:
             raise ToolDefinitionError("timeout= must be positive")
+        if placement not in ("local", "ray"):
+            raise ToolDefinitionError('placement= must be "local" or "ray"')
         return FunctionTool(
             func,
             name=name or func.__name__,
@@ -209,6 +218,8 @@ def tool(
             hidden=hidden,
             abort_siblings_on_error=abort_siblings_on_error,
             replaceable_output=replaceable_output,
+            placement=placement,
+            resources=resources,
         )
 
     if fn is not None:

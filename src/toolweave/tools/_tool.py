@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ValidationError
@@ -76,6 +77,8 @@ class Tool:
         abort_siblings_on_error: bool = False,
         replaceable_output: bool = False,
         runs_in_thread: bool = False,
+        placement: str = "local",
+        resources: Mapping[str, float] | None = None,
     ) -> None:
         self.name = name
         """The model-facing name."""
@@ -103,6 +106,12 @@ class Tool:
         """PostToolUse hooks may replace this tool's output."""
         self.runs_in_thread = runs_in_thread
         """The tool's work runs on a worker thread (it cannot be cancelled mid-way)."""
+        self.placement = placement
+        """Where the work should run: ``"local"``, or ``"ray"`` (a declaration only:
+        `toolweave.cluster.ray_tools` wraps such tools so each call is a Ray task)."""
+        self.resources: Mapping[str, float] = dict(resources or {})
+        """What one call needs where it runs, e.g. ``{"num_cpus": 4, "num_gpus": 1}``
+        (Ray resource names; custom resources allowed). Ignored for local placement."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -180,6 +189,19 @@ class Tool:
         """The tool's own permission opinion; by default it has none."""
         del args, ctx
         return PermissionCheck()
+
+    def permission_subject(self, args: dict[str, Any]) -> str | PurePath | None:
+        """The argument that permission rules of the form ``Name(spec)`` match.
+
+        Return a string for a command or a URL (matched exactly, by a
+        ``prefix:*`` rule, or by ``*`` wildcards), an absolute `PurePath` for a
+        file (matched by gitignore-style globs, relative ones against the
+        workspace), or None when the tool has no such argument: then only rules
+        that name the bare tool match it. Must not block; a raise fails the call
+        (fail closed).
+        """
+        del args
+        return None
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run the tool. Returns raw output the lifecycle maps to result content.

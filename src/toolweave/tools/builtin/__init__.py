@@ -1,0 +1,41 @@
+"""Built-in coding tools, confined to a workspace root, each declaring what it touches.
+
+``coding_tools(root)`` returns read, glob, grep, edit, write, bash, web_fetch,
+todo_write and todo_read. Reads declare ``reads fs:<path>``, edits and writes
+``writes fs:<file>``, bash is SAFE only when `classify_bash` proves the command
+read-only, web_fetch touches nothing shared, the todo tools share ``todo:``.
+"""
+
+from ._bash import BashTool as BashTool
+from ._bash_classifier import classify_bash as classify_bash
+from ._coding import coding_tools as coding_tools
+from ._edit import EditTool as EditTool
+from ._edit import WriteTool as WriteTool
+from ._glob import GlobTool as GlobTool
+from ._grep import GrepTool as GrepTool
+from ._grep import find_ripgrep as find_ripgrep
+from ._html import html_to_text as html_to_text
+from ._read import ReadTool as ReadTool
+from ._todo import TodoItem as TodoItem
+from ._todo import TodoReadTool as TodoReadTool
+from ._todo import TodoWriteTool as TodoWriteTool
+from ._web_fetch import WebFetchTool as WebFetchTool
+from ._workspace import Workspace as Workspace
+
+__all__ = [
+    "BashTool",
+    "EditTool",
+    "GlobTool",
+    "GrepTool",
+    "ReadTool",
+    "TodoItem",
+    "TodoReadTool",
+    "TodoWriteTool",
+    "WebFetchTool",
+    "Workspace",
+    "WriteTool",
+    "classify_bash",
+    "coding_tools",
+    "find_ripgrep",
+    "html_to_text",
+]

@@ -1,0 +1,134 @@
+"""Running one shell command: its own process group, a timeout, capped output."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+__all__ = ["OutputCapture", "ShellOutcome", "run_shell"]
+
+DRAIN_GRACE = 2.0
+"""Seconds to keep reading after the group was killed (a child that left the
+group with setsid can hold the pipe open; we stop waiting for it)."""
+
+
+class OutputCapture:
+    """Keeps the first and last `limit // 2` bytes of a stream, counting the rest.
+
+    Memory stays bounded however much a command prints.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        """Most bytes kept."""
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        """Bytes seen."""
+
+    def feed(self, chunk: bytes) -> None:
+        """Take the next chunk of output."""
+        self.total += len(chunk)
+        room = self.limit // 2 - len(self.head)
+        if room > 0:
+            self.head.extend(chunk[:room])
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.extend(chunk)
+            keep = self.limit - self.limit // 2
+            if len(self.tail) > keep:
+                del self.tail[: len(self.tail) - keep]
+
+    def text(self) -> str:
+        """The kept output as text (invalid UTF-8 replaced), with a cut marker."""
+        omitted = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if omitted <= 0:
+            return head + tail
+        return f"{head}\n\n... [{omitted} bytes of output omitted] ...\n\n{tail}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShellOutcome:
+    """How a command ended."""
+
+    output: str
+    """stdout and stderr interleaved, capped (see `OutputCapture`)."""
+    returncode: int | None
+    """The shell's exit status (negative: killed by that signal); None if unknown."""
+    timed_out: bool
+    """True if the timeout ended it."""
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _pump(stream: anyio.abc.ByteReceiveStream, capture: OutputCapture) -> None:
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        async for chunk in stream:
+            capture.feed(chunk)
+
+
+async def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    time_limit: float,
+    max_output_bytes: int,
+) -> ShellOutcome:
+    """Run `command` with bash in a new session (its own process group).
+
+    When the shell exits, or `time_limit` seconds pass, the whole group is killed
+    (SIGKILL), so no background child outlives the call; output they wrote
+    before that is kept. If the calling task is cancelled, the group is killed
+    too and the cancellation propagates. Output reading continues at most
+    `DRAIN_GRACE` seconds after the kill.
+    """
+    capture = OutputCapture(max_output_bytes)
+    process = await anyio.open_process(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    try:
+        async with anyio.create_task_group() as tg:
+            drained = anyio.Event()
+
+            async def pump() -> None:
+                assert process.stdout is not None
+                await _pump(process.stdout, capture)
+                drained.set()
+
+            tg.start_soon(pump)
+            with anyio.move_on_after(time_limit) as deadline:
+                await process.wait()
+            _kill_group(process.pid)
+            with anyio.move_on_after(DRAIN_GRACE):
+                await drained.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        _kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    return ShellOutcome(
+        output=capture.text(),
+        returncode=process.returncode,
+        timed_out=deadline.cancelled_caught,
+    )

@@ -1,0 +1,205 @@
+"""The `edit` and `write` tools: change files the session has read, atomically."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from pathlib import Path, PurePath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..._exceptions import ToolError, ToolInputError
+from .._access import Access, Concurrency, Interrupt
+from .._context import SessionState, ToolContext
+from .._threads import run_in_worker_thread
+from .._tool import Tool
+from ._readstate import record_write, require_fresh_read
+from ._textfile import SNIFF_BYTES, atomic_write, is_binary, number_lines
+from ._workspace import Workspace
+
+__all__ = ["EditTool", "WriteTool"]
+
+SNIPPET_CONTEXT = 3
+"""Lines shown around the first replacement in an edit's result."""
+
+
+class EditInput(BaseModel):
+    """Input of `edit`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="File to change, relative to the workspace root.")
+    old_string: str = Field(min_length=1, description="Exact text to replace.")
+    new_string: str = Field(description="Text to put in its place.")
+    replace_all: bool = Field(False, description="Replace every occurrence.")
+
+
+class WriteInput(BaseModel):
+    """Input of `write`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="File to create or overwrite, relative to the root.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class _FileChangeTool(Tool):
+    """What edit and write share: confinement, declarations, the read guard."""
+
+    def __init__(
+        self, root: str | os.PathLike[str] | Workspace, **options: Any
+    ) -> None:
+        self.workspace = root if isinstance(root, Workspace) else Workspace(root)
+        """The root changes are confined to."""
+        super().__init__(
+            concurrency=Concurrency.SEQUENTIAL,
+            access=self._access,
+            interrupt=Interrupt.BLOCK,
+            runs_in_thread=True,
+            **options,
+        )
+
+    def permission_subject(self, args: dict[str, Any]) -> PurePath:
+        """The resolved path, for permission rules of the form ``Name(glob)``."""
+        return self.workspace.subject(args["path"])
+
+    def _access(self, args: dict[str, Any]) -> Access:
+        return Access(writes=(Workspace.key(self.workspace.resolve(args["path"])),))
+
+
+class EditTool(_FileChangeTool):
+    """Replace an exact string in a file the session has read.
+
+    SEQUENTIAL; access: writes ``fs:<resolved file>``. Interrupt: BLOCK (a
+    change is written whole or not at all, by one rename).
+
+    Refuses, with an error that says what to do: a file not read in this
+    session or changed on disk since (seed 000 §5 guard), a missing file, a
+    binary file, `old_string` not found, or found more than once without
+    `replace_all`. After the change the session knows the new content, so a
+    following edit needs no re-read.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | Workspace) -> None:
+        super().__init__(
+            root,
+            name="edit",
+            description=(
+                "Replace exact text in a file you have read in this session. "
+                "old_string must match the file exactly (including indentation) "
+                "and be unique unless replace_all is true; include surrounding "
+                "lines to make it unique. Use write to create new files."
+            ),
+            input_model=EditInput,
+        )
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Edit on a worker thread; returns a summary with a numbered snippet."""
+        return await run_in_worker_thread(partial(self.edit_sync, args, ctx.state))
+
+    def edit_sync(self, args: dict[str, Any], state: SessionState) -> str:
+        """The blocking body of `call`."""
+        old, new = args["old_string"], args["new_string"]
+        if old == new:
+            raise ToolInputError(
+                "old_string and new_string are the same; nothing to do"
+            )
+        path = self.workspace.resolve(args["path"])
+        rel = self.workspace.relative(path)
+        text = _read_for_change(path, rel, state)
+        count = text.count(old)
+        if count == 0:
+            raise ToolError(
+                f"old_string was not found in {rel}. It must match the file "
+                "exactly, including whitespace and indentation; read the file "
+                "again to copy the text."
+            )
+        if count > 1 and not args["replace_all"]:
+            raise ToolError(
+                f"old_string matches {count} places in {rel}. Add surrounding "
+                "lines to old_string so it matches exactly one place, or pass "
+                "replace_all=true to change all of them."
+            )
+        first = text.index(old)
+        updated = (
+            text.replace(old, new) if args["replace_all"] else text.replace(old, new, 1)
+        )
+        atomic_write(path, updated.encode("utf-8"))
+        record_write(state, path)
+        done = count if args["replace_all"] else 1
+        plural = "s" if done > 1 else ""
+        return f"Edited {rel}: replaced {done} occurrence{plural}.\n" + _snippet(
+            updated, first, new
+        )
+
+
+class WriteTool(_FileChangeTool):
+    """Create a file, or overwrite one the session has read.
+
+    SEQUENTIAL; access: writes ``fs:<resolved file>``. Interrupt: BLOCK.
+    A new file needs no prior read (missing parent directories are created);
+    an existing one must have been read in this session and be unchanged on
+    disk since. The write is atomic (temp file + rename) and keeps the mode.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | Workspace) -> None:
+        super().__init__(
+            root,
+            name="write",
+            description=(
+                "Write a file with the given complete content. Creates it (and "
+                "its directories) if missing; an existing file must have been "
+                "read in this session first. Prefer edit for small changes."
+            ),
+            input_model=WriteInput,
+        )
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Write on a worker thread; returns a one-line summary."""
+        return await run_in_worker_thread(partial(self.write_sync, args, ctx.state))
+
+    def write_sync(self, args: dict[str, Any], state: SessionState) -> str:
+        """The blocking body of `call`."""
+        path = self.workspace.resolve(args["path"])
+        rel = self.workspace.relative(path)
+        if path.is_dir():
+            raise ToolInputError(f"{rel} is a directory")
+        existed = path.exists()
+        if existed:
+            require_fresh_read(state, path, path.stat(), rel)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        data = args["content"].encode("utf-8")
+        atomic_write(path, data)
+        record_write(state, path)
+        verb = "Overwrote" if existed else "Created"
+        return f"{verb} {rel} ({len(data)} bytes)."
+
+
+def _read_for_change(path: Path, rel: str, state: SessionState) -> str:
+    if path.is_dir():
+        raise ToolInputError(f"{rel} is a directory")
+    if not path.exists():
+        raise ToolError(f"File not found: {rel}. Use write to create a new file.")
+    if not path.is_file():
+        raise ToolError(f"{rel} is not a regular file (a pipe, socket or device)")
+    with path.open("rb") as stream:
+        st = os.fstat(stream.fileno())
+        data = stream.read()
+    require_fresh_read(state, path, st, rel)
+    if is_binary(data[:SNIFF_BYTES]):
+        raise ToolError(f"{rel} is a binary file; edit only changes text files")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{rel} is not valid UTF-8 text ({exc.reason})") from exc
+
+
+def _snippet(text: str, start: int, inserted: str) -> str:
+    first_line = text.count("\n", 0, start)
+    last_line = first_line + inserted.count("\n")
+    lines = text.split("\n")
+    lo = max(0, first_line - SNIPPET_CONTEXT)
+    hi = min(len(lines), last_line + SNIPPET_CONTEXT + 1)
+    return number_lines(lines[lo:hi], lo + 1)

@@ -1,0 +1,102 @@
+"""The `glob` tool: find files by name pattern under the workspace."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from pathlib import PurePath
+from typing import Any
+
+import anyio.from_thread
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..._exceptions import ToolError
+from .._access import Access, Concurrency, Interrupt
+from .._context import ToolContext
+from .._threads import run_in_worker_thread
+from .._tool import Tool
+from ._walk import compile_glob, walk_files
+from ._workspace import Workspace
+
+__all__ = ["GlobTool"]
+
+MAX_GLOB_RESULTS = 200
+"""More matches than this are counted, not listed."""
+
+
+class GlobInput(BaseModel):
+    """Input of `glob`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(
+        min_length=1,
+        description="Glob such as '**/*.py' or 'src/*.{ts,tsx}'; without '/' it "
+        "matches file names at any depth.",
+    )
+    path: str = Field(".", description="Directory to search, relative to the root.")
+
+
+class GlobTool(Tool):
+    """List the files under a directory whose path matches a glob, sorted by path.
+
+    SAFE; access: reads ``fs:<resolved directory>`` (which covers every file
+    under it). Interrupt: CANCEL, cooperatively: the walk checks for
+    cancellation at each directory, so an interrupted call stops promptly.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | Workspace) -> None:
+        self.workspace = root if isinstance(root, Workspace) else Workspace(root)
+        """The root searches are confined to."""
+        super().__init__(
+            name="glob",
+            description=(
+                "Find files by glob pattern under a directory of the workspace "
+                "(default: the root). Returns paths relative to the root, sorted. "
+                "'*' stays within a directory, '**' crosses directories; a pattern "
+                "without '/' matches file names at any depth. .git is skipped."
+            ),
+            input_model=GlobInput,
+            concurrency=Concurrency.SAFE,
+            access=self._access,
+            interrupt=Interrupt.CANCEL,
+            runs_in_thread=True,
+        )
+
+    def permission_subject(self, args: dict[str, Any]) -> PurePath:
+        """The resolved path, for permission rules of the form ``Name(glob)``."""
+        return self.workspace.subject(args["path"])
+
+    def _access(self, args: dict[str, Any]) -> Access:
+        return Access(reads=(Workspace.key(self.workspace.resolve(args["path"])),))
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Walk on a worker thread; returns one relative path per line."""
+        del ctx
+        return await run_in_worker_thread(partial(self.glob_sync, args))
+
+    def glob_sync(self, args: dict[str, Any]) -> str:
+        """The blocking body of `call` (must run on an anyio worker thread)."""
+        start = self.workspace.resolve(args["path"])
+        if not start.is_dir():
+            what = "does not exist" if not start.exists() else "is not a directory"
+            raise ToolError(f"{self.workspace.relative(start)} {what}")
+        matches = compile_glob(args["pattern"])
+        found: list[str] = []
+        total = 0
+        for path in walk_files(
+            self.workspace, start, anyio.from_thread.check_cancelled
+        ):
+            if matches(path.relative_to(start).as_posix()):
+                total += 1
+                if len(found) < MAX_GLOB_RESULTS:
+                    found.append(self.workspace.relative(path))
+        if not found:
+            return f"No files match {args['pattern']!r} under {args['path']}"
+        text = "\n".join(found)
+        if total > len(found):
+            text += (
+                f"\n[{total - len(found)} more matches not shown; "
+                "narrow the pattern or the path]"
+            )
+        return text

@@ -1,0 +1,104 @@
+"""Walking the workspace for glob and the pure-Python grep, and glob patterns."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ..._exceptions import ToolInputError
+from ._workspace import Workspace
+
+__all__ = ["SKIPPED_DIRS", "compile_glob", "walk_files"]
+
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+"""Version-control directories never walked (ripgrep is told the same)."""
+
+
+def _translate_segment(pattern: str, i: int) -> tuple[str, int]:
+    char = pattern[i]
+    if char == "*":
+        return "[^/]*", i + 1
+    if char == "?":
+        return "[^/]", i + 1
+    if char == "[":
+        end = pattern.find("]", i + 2)
+        if end != -1:
+            body = pattern[i + 1 : end].replace("\\", "\\\\")
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            return f"[{body}]", end + 1
+    if char == "{":
+        end = pattern.find("}", i)
+        if end != -1:
+            options = pattern[i + 1 : end].split(",")
+            return "(?:" + "|".join(_translate(o) for o in options) + ")", end + 1
+    return re.escape(char), i + 1
+
+
+def _translate(pattern: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        else:
+            piece, i = _translate_segment(pattern, i)
+            out.append(piece)
+    return "".join(out)
+
+
+def compile_glob(pattern: str) -> Callable[[str], bool]:
+    """A matcher of POSIX relative paths for a glob pattern.
+
+    ``*`` and ``?`` stay within one path segment, ``**`` crosses segments,
+    ``[abc]``/``[!abc]`` are classes and ``{a,b}`` alternatives. Like ripgrep's
+    ``--glob`` (and .gitignore), a pattern without ``/`` matches the file name at
+    any depth: ``*.py`` finds ``src/pkg/a.py``.
+
+    Raises:
+        ToolInputError: the pattern is absolute or climbs with ``..``.
+    """
+    if pattern.startswith("/") or ".." in pattern.split("/"):
+        raise ToolInputError(
+            f"glob pattern {pattern!r} must be relative and stay inside the searched "
+            "directory (no leading '/' and no '..'); use the path argument instead"
+        )
+    regex = re.compile(_translate(pattern.removeprefix("./")) + r"\Z")
+    if "/" in pattern:
+        return lambda rel: regex.match(rel) is not None
+    return lambda rel: regex.match(rel.rsplit("/", 1)[-1]) is not None
+
+
+def walk_files(
+    workspace: Workspace, start: Path, on_dir: Callable[[], None] | None = None
+) -> Iterator[Path]:
+    """Every regular file under `start`, in path order, never leaving the workspace.
+
+    Directory links are not followed; file links are listed only when they
+    resolve inside the workspace. VCS directories (`SKIPPED_DIRS`) are skipped.
+    `on_dir` is called before each directory is listed (a cancellation check).
+    """
+    if start.is_file():
+        yield start
+        return
+    found: list[tuple[tuple[str, ...], Path]] = []
+    for current, dirnames, filenames in os.walk(start, followlinks=False):
+        if on_dir is not None:
+            on_dir()
+        dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
+        base = Path(current)
+        for name in filenames:
+            path = base / name
+            if path.is_symlink() and not (workspace.contains(path) and path.is_file()):
+                continue
+            if path.is_file():
+                found.append((path.relative_to(start).parts, path))
+    found.sort(key=lambda item: item[0])
+    for _, path in found:
+        yield path
