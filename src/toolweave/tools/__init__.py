@@ -12,10 +12,10 @@ from ._function import FunctionTool as FunctionTool
 from ._function import tool as tool
 from ._registry import ToolRegistry as ToolRegistry
 from ._threads import run_in_worker_thread as run_in_worker_thread
-from .builtin import coding_tools as coding_tools
 from ._tool import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._tool import PermissionCheck as PermissionCheck
 from ._tool import Tool as Tool
+from .builtin import coding_tools as coding_tools
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
