@@ -1,0 +1,65 @@
+"""One call's lifecycle: validation, hooks, permissions, timeouts, result budgets."""
+
+from ._authorize import AskAnswer as AskAnswer
+from ._authorize import AskHandler as AskHandler
+from ._config import ExecutionConfig as ExecutionConfig
+from ._decision import CallKind as CallKind
+from ._decision import HookVerdict as HookVerdict
+from ._decision import PermissionDecision as PermissionDecision
+from ._decision import PermissionMode as PermissionMode
+from ._decision import classify_call as classify_call
+from ._decision import decide_permission as decide_permission
+from ._hooks import HookPermission as HookPermission
+from ._hooks import Hooks as Hooks
+from ._hooks import PostToolUseDecision as PostToolUseDecision
+from ._hooks import PostToolUseFailureHook as PostToolUseFailureHook
+from ._hooks import PostToolUseFailureInput as PostToolUseFailureInput
+from ._hooks import PostToolUseHook as PostToolUseHook
+from ._hooks import PostToolUseInput as PostToolUseInput
+from ._hooks import PreToolUseDecision as PreToolUseDecision
+from ._hooks import PreToolUseHook as PreToolUseHook
+from ._hooks import PreToolUseInput as PreToolUseInput
+from ._hooks import StopDecision as StopDecision
+from ._hooks import StopHook as StopHook
+from ._hooks import StopInput as StopInput
+from ._output import ToolOutput as ToolOutput
+from ._persist import make_preview as make_preview
+from ._rules import PermissionRule as PermissionRule
+from ._rules import PermissionRules as PermissionRules
+from ._rules import RuleVerdict as RuleVerdict
+from ._runner import RunnerStatistics as RunnerStatistics
+from ._runner import ToolRunner as ToolRunner
+from ._signals import BatchSignals as BatchSignals
+
+__all__ = [
+    "AskAnswer",
+    "AskHandler",
+    "BatchSignals",
+    "CallKind",
+    "ExecutionConfig",
+    "HookPermission",
+    "HookVerdict",
+    "Hooks",
+    "PermissionDecision",
+    "PermissionMode",
+    "PermissionRule",
+    "PermissionRules",
+    "PostToolUseDecision",
+    "PostToolUseFailureHook",
+    "PostToolUseFailureInput",
+    "PostToolUseHook",
+    "PostToolUseInput",
+    "PreToolUseDecision",
+    "PreToolUseHook",
+    "PreToolUseInput",
+    "RuleVerdict",
+    "RunnerStatistics",
+    "StopDecision",
+    "StopHook",
+    "StopInput",
+    "ToolOutput",
+    "ToolRunner",
+    "classify_call",
+    "decide_permission",
+    "make_preview",
+]

@@ -1,0 +1,97 @@
+"""Result budgets: the per-tool threshold and the per-batch aggregate (seed 003 §4.6)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio.to_thread
+
+from ..messages import ToolResult
+from ._output import content_size, content_text
+from ._persist import ReplacementLedger, replacement_text
+
+__all__ = ["enforce_batch_budget", "persist_if_large", "sticky"]
+
+
+def sticky(result: ToolResult, ledger: ReplacementLedger) -> ToolResult:
+    """`result` with the replacement it was given before, if any (prompt-cache stable)."""
+    text = ledger.get(result.call_id)
+    if text is None or result.content == text:
+        return result
+    return dataclasses.replace(result, content=text)
+
+
+async def persist_if_large(
+    result: ToolResult,
+    threshold: int | float | None,
+    *,
+    ledger: ReplacementLedger,
+    results_dir: Path | None,
+    preview_chars: int,
+) -> ToolResult:
+    """Persist `result` if its text exceeds `threshold` (None = never); else return it.
+
+    The file is written on a worker thread (a checkpoint). Results holding an
+    image are never persisted. The replacement is recorded in `ledger`.
+    """
+    content = result.content
+    if threshold is None or (isinstance(content, str) and len(content) <= threshold):
+        return result
+    text = content_text(content)
+    if text is None or len(text) <= threshold:
+        return result
+    replacement, _ = await anyio.to_thread.run_sync(
+        replacement_text, results_dir, result.call_id, text, preview_chars
+    )
+    ledger.record(result.call_id, replacement)
+    return dataclasses.replace(result, content=replacement)
+
+
+def _largest(sizes: list[int], skip: set[int]) -> int | None:
+    best: int | None = None
+    for index, size in enumerate(sizes):
+        if index not in skip and (best is None or size > sizes[best]):
+            best = index
+    return best
+
+
+def enforce_batch_budget(
+    results: Sequence[ToolResult],
+    budget: int,
+    *,
+    ledger: ReplacementLedger,
+    results_dir: Path | None,
+    preview_chars: int,
+) -> list[ToolResult]:
+    """Apply sticky replacements, then persist the largest results until under `budget`.
+
+    Order of persistence: largest first, the earlier call on a tie. A result
+    already replaced, holding an image, or whose replacement would not be
+    shorter is left alone; if nothing is left to shrink the batch stays over
+    budget. Writes files synchronously (blocking I/O, only when over budget).
+    """
+    out = [sticky(r, ledger) for r in results]
+    sizes = [content_size(r.content) for r in out]
+    total = sum(sizes)
+    skip = {i for i, r in enumerate(out) if r.call_id in ledger}
+    while total > budget:
+        index = _largest(sizes, skip)
+        if index is None:
+            break
+        skip.add(index)
+        result = out[index]
+        text = content_text(result.content)
+        if text is None or len(text) <= preview_chars:
+            continue
+        replacement, _ = replacement_text(
+            results_dir, result.call_id, text, preview_chars
+        )
+        if len(replacement) >= sizes[index]:
+            continue
+        ledger.record(result.call_id, replacement)
+        out[index] = dataclasses.replace(result, content=replacement)
+        total -= sizes[index] - len(replacement)
+        sizes[index] = len(replacement)
+    return out

@@ -1,0 +1,157 @@
+"""Running the tool itself: under its timeout, with progress reported at once."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from .._exceptions import StopRun, ToolError
+from ..events import Event, ToolProgress
+from ..tools import Interrupt, Tool, ToolContext
+from ._output import ToolOutput
+
+__all__ = ["Executed", "ProgressReporter", "emit_safely", "execute"]
+
+logger = logging.getLogger("toolweave.execution")
+
+EventSink = Callable[[Event], None]
+
+
+def emit_safely(on_event: EventSink, event: Event) -> None:
+    """Give `event` to the listener; a listener that raises is logged, never fatal."""
+    try:
+        on_event(event)
+    except Exception:
+        logger.exception("event listener raised on %s", type(event).__name__)
+
+
+class ProgressReporter:
+    """The progress callback of one call's ToolContext.
+
+    Emits a `ToolProgress` event at once. Safe from any thread: off the
+    event-loop thread (a sync tool's worker, or a thread the tool started) it
+    hops to the loop with `anyio.from_thread.run_sync`, blocking the caller
+    until the listener ran. After the call ended (or its thread was left
+    behind) progress is dropped.
+    """
+
+    __slots__ = ("_call_id", "_closed", "_on_event", "_thread", "_token")
+
+    def __init__(self, call_id: str, on_event: EventSink) -> None:
+        self._call_id = call_id
+        self._on_event = on_event
+        self._thread = threading.get_ident()
+        self._token = anyio.lowlevel.current_token()
+        self._closed = False
+
+    def _emit(self, message: str, fraction: float | None) -> None:
+        if not self._closed:
+            emit_safely(
+                self._on_event, ToolProgress(self._call_id, message, fraction=fraction)
+            )
+
+    def __call__(self, message: str, fraction: float | None) -> None:
+        if self._closed:
+            return
+        if threading.get_ident() == self._thread:
+            self._emit(message, fraction)
+        else:
+            anyio.from_thread.run_sync(self._emit, message, fraction, token=self._token)
+
+    def close(self) -> None:
+        """Drop any progress reported from now on."""
+        self._closed = True
+
+
+@dataclass(slots=True)
+class Executed:
+    """How the tool call went."""
+
+    output: object = None
+    """The raw output (a `ToolOutput` unwrapped)."""
+    error: str | None = None
+    """The failure, in words for the model; None = it succeeded."""
+    stop: str | None = None
+    """Set when the tool raised `StopRun`: why the run should stop."""
+    timed_out: bool = False
+    """The call ran past its timeout."""
+    thread_left: bool = False
+    """A worker thread that cannot be stopped was left running at the timeout."""
+    modifier: Callable[[], object] | None = None
+    """The context modifier the tool returned, if any."""
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ToolError):
+        return str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def _call(tool: Tool, args: dict[str, object], ctx: ToolContext) -> Executed:
+    """Call the tool; map ToolOutput, StopRun and exceptions. Cancellation propagates."""
+    try:
+        output = await tool.call(args, ctx)
+    except StopRun as exc:
+        reason = str(exc) or f"tool {tool.name} stopped the run"
+        return Executed(output=reason, stop=reason)
+    except (
+        Exception
+    ) as exc:  # ModelRetry and ToolError included: their text is for the model
+        logger.debug("tool %s failed", tool.name, exc_info=exc)
+        return Executed(error=_describe(exc))
+    if isinstance(output, ToolOutput):
+        return Executed(output=output.content, modifier=output.context_modifier)
+    return Executed(output=output)
+
+
+async def execute(
+    tool: Tool, args: dict[str, object], ctx: ToolContext, limit: float | None
+) -> Executed:
+    """Run the tool for at most `limit` seconds (None = no limit); raises only cancellation.
+
+    CANCEL tools are cancelled at the deadline; one whose work runs on a worker
+    thread returns at once and its thread is left running (threads cannot be
+    stopped). BLOCK tools are never cut off: the call is waited for, and if it
+    finished after the deadline its result is replaced by the timeout error
+    (its context modifier is kept: the work was done).
+    """
+    if limit is None:
+        return await _call(tool, args, ctx)
+    if tool.interrupt is Interrupt.CANCEL:
+        executed: Executed | None = None
+        with anyio.move_on_after(limit) as scope:
+            executed = await _call(tool, args, ctx)
+        # cancel_called, not cancelled_caught: a tool that swallowed the
+        # cancellation and returned late has still timed out.
+        if executed is not None and not scope.cancel_called:
+            return executed
+        left = tool.runs_in_thread
+        note = (
+            " It runs on a worker thread, which cannot be stopped; the thread was"
+            " left running."
+            if left
+            else ""
+        )
+        message = f"Tool {tool.name!r} timed out after {_seconds(limit)} s.{note}"
+        return Executed(error=message, timed_out=True, thread_left=left)
+    started = anyio.current_time()
+    executed = await _call(tool, args, ctx)
+    elapsed = anyio.current_time() - started
+    if elapsed > limit:
+        message = (
+            f"Tool {tool.name!r} timed out after {_seconds(limit)} s. It cannot be"
+            f" interrupted, so it ran to the end ({_seconds(round(elapsed, 3))} s);"
+            " its result was discarded."
+        )
+        return Executed(error=message, timed_out=True, modifier=executed.modifier)
+    return executed

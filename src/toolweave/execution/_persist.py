@@ -1,0 +1,132 @@
+"""Large-result persistence: previews, files under tool-results/, sticky replacements."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+__all__ = [
+    "ReplacementLedger",
+    "make_preview",
+    "persisted_notice",
+    "replacement_text",
+    "result_path",
+    "truncated_notice",
+    "write_result_file",
+]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def make_preview(text: str, limit: int) -> str:
+    """The first `limit` characters of `text`, cut at a line end if one is near.
+
+    The cut is the last newline that leaves between 50 % and 100 % of `limit`
+    (seed 003 §4.6.1), so the preview does not end mid-line; with no newline
+    in that window it is cut at exactly `limit`.
+    """
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", limit // 2, limit + 1)
+    return text[:cut] if cut != -1 else text[:limit]
+
+
+def result_path(results_dir: Path, call_id: str) -> Path:
+    """Where the full output of `call_id` is saved: ``tool-results/<id>.txt``.
+
+    Characters outside ``[A-Za-z0-9_.-]`` are replaced and a short hash added,
+    so an odd id can neither escape the directory nor collide with another.
+    """
+    safe = _UNSAFE.sub("_", call_id).lstrip(".") or "_"
+    if safe != call_id:
+        digest = hashlib.sha256(call_id.encode()).hexdigest()[:8]
+        safe = f"{safe}-{digest}"
+    return results_dir / "tool-results" / f"{safe}.txt"
+
+
+def write_result_file(path: Path, text: str) -> None:
+    """Write `text` to `path` (UTF-8), creating its directory. Blocking I/O.
+
+    Raises:
+        OSError: if the file cannot be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", errors="replace")
+
+
+def persisted_notice(path: Path, text: str, preview_chars: int) -> str:
+    """What the model sees instead of a persisted result: size, path, preview."""
+    preview = make_preview(text, preview_chars)
+    return (
+        f"<persisted-output>\nOutput too large ({len(text):,} characters)."
+        f" Full output saved to: {path}\n\n"
+        f"Preview (first {len(preview):,} characters):\n{preview}\n...\n"
+        "</persisted-output>"
+    )
+
+
+def truncated_notice(text: str, preview_chars: int, why: str) -> str:
+    """What the model sees when a large result could not be saved: a preview."""
+    preview = make_preview(text, preview_chars)
+    return (
+        f"<truncated-output>\nOutput too large ({len(text):,} characters) and {why};"
+        f" only the first {len(preview):,} characters are shown.\n\n"
+        f"{preview}\n...\n</truncated-output>"
+    )
+
+
+def replacement_text(
+    results_dir: Path | None, call_id: str, text: str, preview_chars: int
+) -> tuple[str, bool]:
+    """Save `text` and return ``(replacement, saved)``. Blocking I/O; never raises.
+
+    Without a results directory, or when the write fails, the replacement is a
+    truncated preview that says why the rest is missing.
+    """
+    if results_dir is None:
+        why = "no results directory is configured"
+        return truncated_notice(text, preview_chars, why), False
+    path = result_path(results_dir, call_id)
+    try:
+        write_result_file(path, text)
+    except OSError as exc:
+        why = f"saving it to {path} failed ({exc})"
+        return truncated_notice(text, preview_chars, why), False
+    return persisted_notice(path, text, preview_chars), True
+
+
+class ReplacementLedger:
+    """call id → the text that replaced its result, for as long as the session lives.
+
+    Sticky (seed 003 §4.6.2): once a result was replaced, every later request
+    shows the same text, so the prompt prefix (and its cache) never changes.
+    Used only from the event-loop thread; not locked.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+
+    def get(self, call_id: str) -> str | None:
+        """The replacement of `call_id`, or None if its result was not replaced."""
+        return self._texts.get(call_id)
+
+    def record(self, call_id: str, text: str) -> None:
+        """Remember that `call_id`'s result is `text` from now on."""
+        self._texts[call_id] = text
+
+    def discard(self, call_id: str) -> None:
+        """Forget `call_id` (its output was replaced by a hook before anyone saw it)."""
+        self._texts.pop(call_id, None)
+
+    def view(self) -> Mapping[str, str]:
+        """A read-only live view of every replacement."""
+        return MappingProxyType(self._texts)
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._texts
+
+    def __len__(self) -> int:
+        return len(self._texts)

@@ -1,0 +1,242 @@
+"""Permission rules in the shape of Claude Code settings: ``Tool`` and ``Tool(spec)``."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Literal, TypeAlias, final
+
+from .._exceptions import ConfigError
+
+__all__ = ["PermissionRule", "PermissionRules", "RuleBehavior", "RuleVerdict"]
+
+RuleBehavior: TypeAlias = Literal["allow", "ask", "deny"]
+
+_RULE = re.compile(r"\s*([^\s()]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
+# Shell control operators: an allow *wildcard* never vouches for a compound command.
+_COMPOUND = (";", "&", "|", "`", "$(", ">", "<", "\n")
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """gitignore-style glob → regex: ``**`` spans directories, ``*``/``?`` do not."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        else:
+            char = pattern[i]
+            out.append(
+                "[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char)
+            )
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _base_dir(workspace: Path | None) -> str:
+    return posixpath.normpath(os.path.abspath(workspace if workspace else os.getcwd()))
+
+
+def _path_globs(spec: str, workspace: Path | None) -> list[str]:
+    """Absolute glob patterns a path spec stands for.
+
+    ``//p`` is absolute; ``~/p`` is under the home directory; ``/p`` is matched
+    both as absolute and under the workspace (Claude Code reads it relative to
+    the project, a shell reads it from the root: a deny rule must not miss
+    either); ``./p``, ``../p`` and ``a/p`` are under the workspace (or the
+    current directory); a bare name such as ``*.env`` matches at any depth; a
+    trailing ``/`` means everything below.
+    """
+    if spec.endswith("/"):
+        spec += "**"
+    base = _base_dir(workspace)
+    if spec.startswith("//"):
+        return [spec[1:]]
+    if spec == "~" or spec.startswith("~/"):
+        return [str(Path.home()) + spec[1:]]
+    if spec.startswith("/"):
+        return [spec, base.rstrip("/") + spec]
+    if "/" not in spec:
+        return ["**/" + spec]
+    return [posixpath.normpath(posixpath.join(base, spec))]
+
+
+def _normalize_subject(subject: PurePath, workspace: Path | None) -> str:
+    text = subject.as_posix()
+    if not subject.is_absolute():
+        text = posixpath.join(_base_dir(workspace), text)
+    return posixpath.normpath(text)
+
+
+def _is_boundary(char: str) -> bool:
+    """True if `char` ends a command word: whitespace or a shell operator."""
+    return char.isspace() or char in ";&|<>()`$"
+
+
+def _match_text(spec: str, subject: str, *, vouching: bool) -> bool:
+    """Match a command: exact, ``prefix:*`` (then a word boundary), or ``*`` globs."""
+    if spec.endswith(":*"):
+        prefix = spec[:-2]
+        ok = subject == prefix or (
+            subject.startswith(prefix) and _is_boundary(subject[len(prefix)])
+        )
+    elif "*" in spec:
+        regex = ".*".join(re.escape(part) for part in spec.split("*"))
+        ok = re.fullmatch(regex, subject, re.DOTALL) is not None
+    else:
+        return subject == spec
+    if ok and vouching:
+        return not any(op in subject and op not in spec for op in _COMPOUND)
+    return ok
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PermissionRule:
+    """One parsed rule: a tool-name pattern and an optional argument spec."""
+
+    text: str
+    """The rule as written."""
+    tool: str
+    """Lower-cased fnmatch pattern of tool names."""
+    spec: str | None
+    """The argument spec inside the parentheses; None = the whole tool."""
+
+    @classmethod
+    def parse(cls, text: str) -> PermissionRule:
+        """Parse ``Name`` or ``Name(spec)``.
+
+        Raises:
+            ConfigError: if the rule is empty or malformed.
+        """
+        match = _RULE.fullmatch(text)
+        if match is None:
+            raise ConfigError(f"malformed permission rule {text!r}")
+        spec = match.group(2)
+        if spec is not None:
+            spec = spec.strip()
+        return cls(
+            text, match.group(1).lower(), None if spec in ("", "*", None) else spec
+        )
+
+    def matches_tool(self, names: tuple[str, ...]) -> bool:
+        """True if this rule names one of `names` (the tool's name and aliases).
+
+        ``mcp__server`` also matches every ``mcp__server__*`` tool.
+        """
+        patterns = [self.tool]
+        if self.tool.startswith("mcp__") and "__" not in self.tool[5:]:
+            patterns.append(self.tool + "__*")
+        return any(
+            fnmatch.fnmatchcase(name.lower(), p) for name in names for p in patterns
+        )
+
+    def matches(
+        self,
+        names: tuple[str, ...],
+        subject: str | PurePath | None,
+        *,
+        workspace: Path | None,
+        vouching: bool = False,
+    ) -> bool:
+        """True if this rule covers a call of a tool named `names` with `subject`.
+
+        `vouching` is set for allow rules: then a wildcard spec never matches a
+        command holding a shell control operator the spec does not contain.
+        """
+        if not self.matches_tool(names):
+            return False
+        if self.spec is None:
+            return True
+        if subject is None:
+            return False
+        if isinstance(subject, PurePath):
+            path = _normalize_subject(subject, workspace)
+            return any(
+                _glob_regex(glob).fullmatch(path) is not None
+                for glob in _path_globs(self.spec, workspace)
+            )
+        return _match_text(self.spec, subject, vouching=vouching)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RuleVerdict:
+    """The most restrictive rule that matched a call."""
+
+    behavior: RuleBehavior
+    """deny beats ask beats allow."""
+    rule: str
+    """The rule as written."""
+
+
+@final
+@dataclass(frozen=True, slots=True, init=False)
+class PermissionRules:
+    """Allow, ask and deny rules, written like Claude Code's settings.
+
+    A rule is a tool-name pattern (case-insensitive fnmatch: ``Edit``,
+    ``mcp__git__*``; ``mcp__git`` covers the whole server), optionally with an
+    argument spec matched against the tool's `permission_subject`:
+    ``Bash(git log:*)`` (prefix then a space or the end), ``Bash(npm run *)``
+    (``*`` wildcard), ``Bash(make)`` (exact), ``Read(./src/**)`` (a path glob,
+    for tools whose subject is a path). When several rules match, deny beats
+    ask beats allow.
+
+    Raises:
+        ConfigError: if a rule is malformed.
+    """
+
+    allow: tuple[PermissionRule, ...]
+    """Calls that need no approval (they satisfy a tool's own ask)."""
+    ask: tuple[PermissionRule, ...]
+    """Calls that always need approval, whatever hooks or modes say."""
+    deny: tuple[PermissionRule, ...]
+    """Calls that never run."""
+
+    def __init__(
+        self,
+        *,
+        allow: Iterable[str] = (),
+        ask: Iterable[str] = (),
+        deny: Iterable[str] = (),
+    ) -> None:
+        for name, rules in (("allow", allow), ("ask", ask), ("deny", deny)):
+            if isinstance(rules, str):
+                raise ConfigError(f"{name}= must be a list of rules, not one string")
+            object.__setattr__(
+                self, name, tuple(PermissionRule.parse(r) for r in rules)
+            )
+
+    def match(
+        self,
+        names: tuple[str, ...],
+        subject: str | PurePath | None,
+        *,
+        workspace: Path | None = None,
+    ) -> RuleVerdict | None:
+        """The most restrictive rule covering this call, or None. Pure; never blocks."""
+        ordered: tuple[tuple[RuleBehavior, tuple[PermissionRule, ...]], ...] = (
+            ("deny", self.deny),
+            ("ask", self.ask),
+            ("allow", self.allow),
+        )
+        for behavior, rules in ordered:
+            for rule in rules:
+                if rule.matches(
+                    names, subject, workspace=workspace, vouching=behavior == "allow"
+                ):
+                    return RuleVerdict(behavior, rule.text)
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.allow or self.ask or self.deny)

@@ -1,0 +1,404 @@
+"""ToolRunner: one call's whole lifecycle, from the model's ToolCall to its ToolResult."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import final
+
+from .._exceptions import ToolInputError
+from ..events import Event, ToolRunning
+from ..events import Warning as WarningEvent
+from ..messages import ToolCall, ToolResult
+from ..tools import SessionState, Tool, ToolContext, ToolRegistry
+from ._authorize import AskHandler, PermissionGate
+from ._budget import enforce_batch_budget, persist_if_large
+from ._config import ExecutionConfig
+from ._decision import HookVerdict, PermissionMode
+from ._execute import Executed, ProgressReporter, emit_safely, execute
+from ._hook_stage import run_failure_hooks, run_post_hooks, run_pre_hooks
+from ._hooks import (
+    Hooks,
+    PostToolUseFailureInput,
+    PostToolUseInput,
+    PreToolUseHook,
+)
+from ._output import empty_placeholder, is_empty, to_content
+from ._persist import ReplacementLedger
+from ._rules import PermissionRules
+from ._scope import rewrite_scope_error
+from ._signals import BatchSignals, CallFailed, SignalCollector
+
+__all__ = ["RunnerStatistics", "ToolRunner"]
+
+logger = logging.getLogger("toolweave.execution")
+
+_MAX_LISTED_TOOLS = 20
+_DEFAULT_CONFIG = ExecutionConfig()
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunnerStatistics:
+    """Counters of a `ToolRunner` since it was created."""
+
+    calls: int
+    """Calls run (every call gets exactly one result)."""
+    errors: int
+    """Calls whose result is an error."""
+    timeouts: int
+    """Calls that ran past their timeout."""
+    threads_left: int
+    """Worker threads left running after a timeout (they cannot be stopped)."""
+    persisted: int
+    """Results replaced by a preview (per-tool threshold or batch budget)."""
+
+
+@final
+class ToolRunner:
+    """Runs one tool call through its lifecycle; the `runner` a Dispatcher is given.
+
+    Stages, in order (seed 003 §4.4): lookup (aliases; an unknown name is told
+    the closest known tools) → schema validation → the tool's `validate_input`
+    → PreToolUse hooks (a rewrite is validated again) → permission decision
+    (`decide_permission`; ask → the ask handler, none = deny) → the call under
+    its timeout → output mapping (empty → placeholder) → large-result
+    persistence → PostToolUse / PostToolUseFailure hooks. Any stage may end
+    the call with an error result; `__call__` never raises except cancellation,
+    which propagates (the Dispatcher writes the synthetic result).
+
+    Concurrency: calls of a batch may be awaited concurrently on one event loop;
+    their hooks then run concurrently too. The runner is bound to the event loop
+    it is used on and is not thread-safe.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        state: SessionState,
+        config: ExecutionConfig = _DEFAULT_CONFIG,
+        hooks: Hooks | None = None,
+        permissions: PermissionRules | None = None,
+        mode: PermissionMode = PermissionMode.DEFAULT,
+        ask: AskHandler | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self._registry = registry
+        self._state = state
+        self._config = config
+        self._hooks = hooks
+        self._gate = PermissionGate(permissions, mode, ask, state)
+        self._on_event = on_event
+        self._ledger = ReplacementLedger()
+        self._signals = SignalCollector()
+        self._counts = {"calls": 0, "errors": 0, "timeouts": 0, "threads_left": 0}
+
+    @property
+    def mode(self) -> PermissionMode:
+        """The permission mode; may be changed between batches."""
+        return self._gate.mode
+
+    @mode.setter
+    def mode(self, mode: PermissionMode) -> None:
+        self._gate.mode = mode
+
+    @property
+    def replacements(self) -> Mapping[str, str]:
+        """Call id → replacement text of every persisted result (read-only view)."""
+        return self._ledger.view()
+
+    def replacement_for(self, call_id: str) -> str | None:
+        """The sticky replacement of `call_id`'s result, or None if it was never replaced.
+
+        Re-render history with it: once replaced, a result must look the same in
+        every later request (prompt-cache stability, seed 003 §4.6.2).
+        """
+        return self._ledger.get(call_id)
+
+    def statistics(self) -> RunnerStatistics:
+        """Counters since creation."""
+        return RunnerStatistics(persisted=len(self._ledger), **self._counts)
+
+    def take_signals(self) -> BatchSignals:
+        """What hooks and tools asked for since the last call, in call order; then reset.
+
+        Call order is the order of the last `finish_batch`; entries of calls not
+        in it come last.
+        """
+        return self._signals.take()
+
+    def finish_batch(self, results: Sequence[ToolResult]) -> list[ToolResult]:
+        """Enforce the batch's aggregate budget; returns the results to record.
+
+        Pass the batch's results in call order. Results replaced before keep
+        their replacement (sticky); then the largest are persisted until the
+        batch fits `batch_result_chars`. Writes files synchronously, and only
+        when over budget. Never raises.
+        """
+        self._signals.set_order([r.call_id for r in results])
+        return enforce_batch_budget(
+            results,
+            self._config.batch_result_chars,
+            ledger=self._ledger,
+            results_dir=self._state.results_dir,
+            preview_chars=self._config.preview_chars,
+        )
+
+    async def __call__(self, call: ToolCall) -> ToolResult:
+        """Run `call` and return its result. Never raises, except cancellation."""
+        self._counts["calls"] += 1
+        try:
+            result = await self._run(call)
+        except CallFailed as failed:
+            if failed.warning is not None:
+                self._warn(failed.warning)
+            result = ToolResult(
+                call.id, failed.message, is_error=True, context_modifier=failed.modifier
+            )
+        except Exception as exc:  # a bug in toolweave must not break the batch
+            logger.exception("internal error while running call %s", call.id)
+            message = f"Internal error in toolweave while running this call: {exc!r}"
+            result = ToolResult(call.id, message, is_error=True)
+        if result.is_error:
+            self._counts["errors"] += 1
+        return result
+
+    # -- stages ----------------------------------------------------------------
+
+    def _warn(self, message: str) -> None:
+        if self._on_event is not None:
+            emit_safely(self._on_event, WarningEvent(message))
+
+    def _lookup(self, call: ToolCall) -> Tool:
+        tool = self._registry.get(call.name)
+        if tool is not None:
+            return tool
+        message = f"Unknown tool {call.name!r}."
+        close = [
+            name
+            for name in self._registry.closest(call.name)
+            if not getattr(self._registry.get(name), "hidden", True)
+        ]
+        if close:
+            message += " Did you mean: " + ", ".join(repr(n) for n in close) + "?"
+        known = [t.name for t in self._registry.visible()][:_MAX_LISTED_TOOLS]
+        message += " Available tools: " + (", ".join(known) or "(none)") + "."
+        raise CallFailed(message)
+
+    def _parse(
+        self, tool: Tool, raw: Mapping[str, object], call: ToolCall
+    ) -> dict[str, object]:
+        if call.raw_arguments is not None:
+            shown = call.raw_arguments[:200]
+            raise CallFailed(
+                f"The arguments for tool {tool.name!r} are not valid JSON: {shown!r}."
+                " Send a JSON object that matches the tool's input schema."
+            )
+        try:
+            return tool.parse(raw)
+        except ToolInputError as exc:
+            raise CallFailed(str(exc)) from exc
+        except Exception as exc:
+            raise CallFailed(
+                f"Invalid input for tool {tool.name!r}: {type(exc).__name__}: {exc}."
+                " The input must be a JSON object that matches the tool's schema."
+            ) from exc
+
+    async def _validate(
+        self, tool: Tool, args: dict[str, object], ctx: ToolContext
+    ) -> None:
+        try:
+            problem = await tool.validate_input(args, ctx)
+        except Exception as exc:
+            raise CallFailed(f"Invalid input for tool {tool.name!r}: {exc}") from exc
+        if problem is not None:
+            raise CallFailed(problem)
+
+    def _context(self, call: ToolCall) -> tuple[ToolContext, ProgressReporter | None]:
+        if self._on_event is None:
+            return ToolContext(call, self._state), None
+        reporter = ProgressReporter(call.id, self._on_event)
+        return ToolContext(call, self._state, progress=reporter), reporter
+
+    async def _run(self, call: ToolCall) -> ToolResult:
+        tool = self._lookup(call)
+        args = self._parse(tool, call.input, call)
+        ctx, reporter = self._context(call)
+        try:
+            return await self._checked_run(tool, call, args, ctx)
+        finally:
+            if reporter is not None:
+                reporter.close()
+
+    async def _checked_run(
+        self, tool: Tool, call: ToolCall, args: dict[str, object], ctx: ToolContext
+    ) -> ToolResult:
+        await self._validate(tool, args, ctx)
+        hooks = (
+            self._hooks
+            if self._hooks is not None and self._hooks.has_tool_hooks
+            else None
+        )
+        names = (tool.name, *tool.aliases)
+        verdict: HookVerdict | None = None
+        if hooks is not None and (pre := hooks.pre_hooks_for(names)):
+            args, verdict = await self._pre_hooks(pre, tool, call, args, ctx)
+        await self._gate.authorize(tool, call, args, ctx, verdict)
+        timeout = (
+            tool.timeout if tool.timeout is not None else self._config.default_timeout
+        )
+        if self._on_event is not None:
+            emit_safely(self._on_event, ToolRunning(call.id))
+        executed = await execute(tool, args, ctx, timeout)
+        if executed.error is not None:
+            return await self._failed(tool, call, args, executed, hooks)
+        return await self._succeeded(tool, call, args, executed, hooks)
+
+    async def _succeeded(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        executed: Executed,
+        hooks: Hooks | None,
+    ) -> ToolResult:
+        """Map, persist, record a stop, then PostToolUse (or Failure for an error result)."""
+        result = await self._to_result(
+            tool, call.id, executed.output, executed.modifier
+        )
+        if executed.stop is not None:
+            self._signals.add_stop(call.id, executed.stop)
+        if hooks is None:
+            return result
+        if result.is_error:
+            return await self._failure_hooks(
+                hooks, tool, call, args, result, result.text
+            )
+        post = hooks.post_hooks_for((tool.name, *tool.aliases))
+        if not post:
+            return result
+        data = PostToolUseInput(
+            call=call,
+            tool_name=tool.name,
+            input=args,
+            output=executed.output,
+            result=result,
+        )
+        replace = (
+            self._replacer(tool, call.id, executed) if tool.replaceable_output else None
+        )
+        try:
+            return await run_post_hooks(
+                post, data, signals=self._signals, replace=replace, warn=self._warn
+            )
+        except CallFailed as failed:
+            # The tool ran: its context change happened whatever the hook did.
+            failed.modifier = executed.modifier
+            raise
+
+    async def _pre_hooks(
+        self,
+        hooks: tuple[PreToolUseHook, ...],
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        ctx: ToolContext,
+    ) -> tuple[dict[str, object], HookVerdict | None]:
+        scheduled = args
+
+        async def revalidate(raw: Mapping[str, object]) -> dict[str, object]:
+            try:
+                new = tool.parse(raw)
+            except Exception as exc:
+                raise CallFailed(
+                    f"A PreToolUse hook rewrote the input into an invalid one: {exc}"
+                ) from exc
+            problem = rewrite_scope_error(tool, scheduled, new)
+            if problem is not None:
+                raise CallFailed(
+                    f"A PreToolUse hook's input rewrite was refused: {problem}."
+                )
+            await self._validate(tool, new, ctx)
+            return new
+
+        return await run_pre_hooks(
+            hooks, call, tool.name, args, signals=self._signals, revalidate=revalidate
+        )
+
+    async def _to_result(
+        self,
+        tool: Tool,
+        call_id: str,
+        output: object,
+        modifier: Callable[[], object] | None,
+    ) -> ToolResult:
+        """Map output to content, pad an empty one, persist a large one."""
+        content, is_error = to_content(output)
+        if is_empty(content):
+            content = empty_placeholder(tool.name)
+        result = ToolResult(call_id, content, is_error, context_modifier=modifier)
+        limit = tool.max_result_chars
+        if limit is None:
+            return result
+        threshold = min(limit, self._config.max_result_chars)
+        return await persist_if_large(
+            result,
+            threshold,
+            ledger=self._ledger,
+            results_dir=self._state.results_dir,
+            # a preview never exceeds the threshold it stands in for
+            preview_chars=max(1, int(min(self._config.preview_chars, threshold))),
+        )
+
+    def _replacer(
+        self, tool: Tool, call_id: str, executed: Executed
+    ) -> Callable[[object], Awaitable[ToolResult]]:
+        async def replace(output: object) -> ToolResult:
+            self._ledger.discard(call_id)
+            return await self._to_result(tool, call_id, output, executed.modifier)
+
+        return replace
+
+    async def _failed(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        executed: Executed,
+        hooks: Hooks | None,
+    ) -> ToolResult:
+        error = executed.error or "failed"
+        if executed.timed_out:
+            self._counts["timeouts"] += 1
+        if executed.thread_left:
+            self._counts["threads_left"] += 1
+            self._warn(f"call {call.id} ({tool.name}): {error}")
+        result = ToolResult(
+            call.id, error, is_error=True, context_modifier=executed.modifier
+        )
+        if hooks is None:
+            return result
+        return await self._failure_hooks(hooks, tool, call, args, result, error)
+
+    async def _failure_hooks(
+        self,
+        hooks: Hooks,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        result: ToolResult,
+        error: str,
+    ) -> ToolResult:
+        failure = hooks.failure_hooks_for((tool.name, *tool.aliases))
+        if failure:
+            data = PostToolUseFailureInput(
+                call=call, tool_name=tool.name, input=args, error=error, result=result
+            )
+            try:
+                await run_failure_hooks(failure, data, signals=self._signals)
+            except CallFailed as failed:
+                failed.modifier = result.context_modifier
+                raise
+        return result

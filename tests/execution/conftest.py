@@ -1,0 +1,12 @@
+"""Fixtures of the execution tests."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def virtual_time(anyio_backend: object) -> bool:
+    """True on trio, whose MockClock makes durations exact (assert them only then)."""
+    name = anyio_backend[0] if isinstance(anyio_backend, tuple) else anyio_backend
+    return name == "trio"

@@ -1,0 +1,79 @@
+"""Test helpers for the execution lifecycle: a session, event capture, batch drivers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from toolweave.events import Event
+from toolweave.execution import ToolRunner
+from toolweave.messages import ToolCall, ToolResult
+from toolweave.scheduling import ConcurrencyConfig, Dispatcher
+from toolweave.tools import Access, Concurrency, SessionState, ToolRegistry, tool
+
+
+def make_state(tmp_path: Path) -> SessionState:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    return SessionState(workspace=workspace, results_dir=tmp_path / "session")
+
+
+class Events:
+    """An on_event listener that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.items: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.items.append(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [e for e in self.items if isinstance(e, kind)]
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+async def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access(), aliases=("say",))
+async def shout(text: str) -> str:
+    """Return the text in capitals."""
+    return text.upper()
+
+
+def registry_with(*extra: Any) -> ToolRegistry:
+    return ToolRegistry([echo, shout, *extra])
+
+
+def call(call_id: str, tool_name: str, /, **args: Any) -> ToolCall:
+    return ToolCall(call_id, tool_name, args)
+
+
+async def run_concurrently(
+    runner: ToolRunner, calls: Sequence[ToolCall]
+) -> list[ToolResult]:
+    """Drive calls at once in a task group (what a Dispatcher does for SAFE calls)."""
+    results: list[ToolResult | None] = [None] * len(calls)
+
+    async def one(index: int, item: ToolCall) -> None:
+        results[index] = await runner(item)
+
+    async with anyio.create_task_group() as tg:
+        for index, item in enumerate(calls):
+            tg.start_soon(one, index, item)
+    assert all(r is not None for r in results)
+    return [r for r in results if r is not None]
+
+
+async def dispatch(
+    runner: ToolRunner, registry: ToolRegistry, calls: Sequence[ToolCall]
+) -> list[ToolResult]:
+    """Run a batch through the real Dispatcher and the runner's batch budget."""
+    async with Dispatcher(ConcurrencyConfig(max_concurrency=8)) as dispatcher:
+        results = await dispatcher.dispatch(calls, registry, runner)
+    return runner.finish_batch(results)

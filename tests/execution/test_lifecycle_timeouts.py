@@ -1,0 +1,216 @@
+"""Timeouts: CANCEL tools are cut off, BLOCK tools are waited for, threads are left."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+from lifecycle_helpers import Events, call, dispatch, make_state, registry_with
+
+from toolweave.events import Warning as WarningEvent
+from toolweave.execution import ExecutionConfig, ToolRunner
+from toolweave.messages import ToolResult
+from toolweave.tools import Access, Concurrency, Interrupt, tool
+
+
+def _limit(virtual_time: bool) -> float:
+    """30 virtual seconds on trio (exact), a real blink on asyncio."""
+    return 30.0 if virtual_time else 0.02
+
+
+@pytest.mark.anyio
+async def test_a_cancel_tool_is_cut_off_at_its_timeout(
+    tmp_path: Path, virtual_time: bool
+) -> None:
+    limit = _limit(virtual_time)
+
+    @tool(interrupt=Interrupt.CANCEL, timeout=limit, concurrency=Concurrency.SAFE)
+    async def hang() -> str:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    registry = registry_with(hang)
+    runner = ToolRunner(registry, state=make_state(tmp_path))
+    start = anyio.current_time()
+    results = await dispatch(
+        runner, registry, [call("h", "hang"), call("e", "echo", text="fine")]
+    )
+    assert results == [
+        ToolResult("h", f"Tool 'hang' timed out after {limit:g} s.", is_error=True),
+        ToolResult("e", "fine"),
+    ]
+    if virtual_time:
+        assert anyio.current_time() - start == 30.0
+    stats = runner.statistics()
+    assert (stats.timeouts, stats.errors, stats.threads_left) == (1, 1, 0)
+
+
+@pytest.mark.anyio
+async def test_a_block_tool_runs_to_the_end_and_its_late_result_is_the_timeout(
+    tmp_path: Path, virtual_time: bool
+) -> None:
+    limit = _limit(virtual_time)
+    finished: list[str] = []
+
+    @tool(timeout=limit)  # Interrupt.BLOCK is the default
+    async def slow(seconds: float) -> str:
+        await anyio.sleep(seconds)
+        finished.append("slow")
+        return "done"
+
+    runner = ToolRunner(registry_with(slow), state=make_state(tmp_path))
+    start = anyio.current_time()
+    late = await runner(call("s", "slow", seconds=limit * 2))
+    assert finished == ["slow"]  # it was not cut off
+    assert late.is_error
+    assert late.text.startswith(f"Tool 'slow' timed out after {limit:g} s.")
+    if virtual_time:
+        assert anyio.current_time() - start == 60.0
+        assert "ran to the end (60 s)" in late.text
+    on_time = await runner(call("t", "slow", seconds=limit / 4))
+    assert on_time == ToolResult("t", "done")
+
+
+@pytest.mark.anyio
+async def test_the_config_default_applies_unless_the_tool_sets_its_own(
+    tmp_path: Path, virtual_time: bool
+) -> None:
+    limit = _limit(virtual_time)
+
+    @tool(interrupt=Interrupt.CANCEL)
+    async def default_limited(seconds: float) -> str:
+        await anyio.sleep(seconds)
+        return "ok"
+
+    @tool(interrupt=Interrupt.CANCEL, timeout=limit * 4)
+    async def own_limit(seconds: float) -> str:
+        await anyio.sleep(seconds)
+        return "ok"
+
+    registry = registry_with(default_limited, own_limit)
+    config = ExecutionConfig(default_timeout=limit)
+    runner = ToolRunner(registry, state=make_state(tmp_path), config=config)
+    cut = await runner(call("1", "default_limited", seconds=limit * 2))
+    assert cut.text == f"Tool 'default_limited' timed out after {limit:g} s."
+    assert (await runner(call("2", "own_limit", seconds=limit * 2))).text == "ok"
+
+    unlimited = ToolRunner(
+        registry,
+        state=make_state(tmp_path),
+        config=ExecutionConfig(default_timeout=None),
+    )
+    long = 10_000.0 if virtual_time else limit * 2
+    assert (await unlimited(call("3", "default_limited", seconds=long))).text == "ok"
+
+
+@pytest.mark.anyio
+async def test_a_hung_sync_cancel_tool_is_reported_and_its_thread_left(
+    tmp_path: Path, virtual_time: bool
+) -> None:
+    limit = _limit(virtual_time)
+    release = threading.Event()
+    exited = threading.Event()
+
+    @tool(
+        interrupt=Interrupt.CANCEL,
+        timeout=limit,
+        concurrency=Concurrency.SAFE,
+        access=lambda a: Access(),
+    )
+    def stuck() -> str:
+        try:
+            release.wait(timeout=60)
+            return "too late"
+        finally:
+            exited.set()
+
+    registry = registry_with(stuck)
+    events = Events()
+    runner = ToolRunner(registry, state=make_state(tmp_path), on_event=events)
+    try:
+        start = anyio.current_time()
+        results = await dispatch(
+            runner, registry, [call("s", "stuck"), call("e", "echo", text="unaffected")]
+        )
+        if virtual_time:
+            assert anyio.current_time() - start == 30.0
+        assert (
+            not exited.is_set()
+        )  # the thread is still running: it was left, not joined
+    finally:
+        release.set()
+        assert await anyio.to_thread.run_sync(exited.wait, 10)
+    assert results[1] == ToolResult("e", "unaffected")
+    assert results[0].is_error
+    assert results[0].text == (
+        f"Tool 'stuck' timed out after {limit:g} s. It runs on a worker thread, which"
+        " cannot be stopped; the thread was left running."
+    )
+    assert runner.statistics().threads_left == 1
+    [warning] = events.of(WarningEvent)
+    assert warning.message == f"call s (stuck): {results[0].text}"
+
+
+@pytest.mark.anyio
+async def test_a_slow_sync_block_tool_is_waited_for(
+    tmp_path: Path, virtual_time: bool
+) -> None:
+    limit = _limit(virtual_time)
+    release = threading.Event()
+
+    @tool(timeout=limit)
+    def blocking() -> str:
+        release.wait(timeout=60)
+        return "done"
+
+    runner = ToolRunner(registry_with(blocking), state=make_state(tmp_path))
+    results: list[ToolResult] = []
+
+    async def drive() -> None:
+        results.append(await runner(call("b", "blocking")))
+
+    start = anyio.current_time()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive)
+            await anyio.sleep(limit * 2)
+            assert results == []  # still waiting for the thread past the deadline
+            release.set()
+    finally:
+        release.set()
+    if virtual_time:
+        assert anyio.current_time() - start == 60.0
+    [late] = results
+    assert (
+        late.is_error
+        and "timed out after" in late.text
+        and "ran to the end" in late.text
+    )
+
+
+@pytest.mark.anyio
+async def test_outer_cancellation_propagates(tmp_path: Path) -> None:
+    @tool(interrupt=Interrupt.CANCEL)
+    async def forever() -> str:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    runner = ToolRunner(
+        registry_with(forever),
+        state=make_state(tmp_path),
+        config=ExecutionConfig(default_timeout=None),
+    )
+    got: list[ToolResult] = []
+
+    async def drive() -> None:
+        got.append(await runner(call("f", "forever")))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drive)
+        await anyio.wait_all_tasks_blocked()
+        tg.cancel_scope.cancel()
+    assert got == []  # no fake result: the Dispatcher writes the synthetic one
+    assert runner.statistics().calls == 1
