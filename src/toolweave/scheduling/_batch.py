@@ -34,7 +34,14 @@ from ._spawn import Spawner
 if TYPE_CHECKING:
     from ._dispatcher import _Host
 
-__all__ = ["Batch", "Runner", "StartedListener", "CompletedListener", "fire"]
+__all__ = [
+    "Batch",
+    "CompletedListener",
+    "Runner",
+    "StartedListener",
+    "fire_completed",
+    "fire_started",
+]
 
 logger = logging.getLogger("toolweave.scheduling")
 
@@ -54,14 +61,26 @@ class _State(enum.Enum):
     DONE = "done"
 
 
-def fire(listener: Callable[..., object] | None, *args: object) -> None:
-    """Call a listener; log and swallow whatever it raises (seed 000 §3)."""
+def fire_started(listener: StartedListener | None, call: ToolCall) -> None:
+    """Call an on_started listener; log and swallow whatever it raises (seed 000 §3)."""
     if listener is None:
         return
     try:
-        listener(*args)
+        listener(call)
     except Exception:
-        logger.exception("listener %r raised; ignored", listener)
+        logger.exception("on_started listener %r raised; ignored", listener)
+
+
+def fire_completed(
+    listener: CompletedListener | None, call: ToolCall, result: ToolResult
+) -> None:
+    """Call an on_completed listener; log and swallow whatever it raises."""
+    if listener is None:
+        return
+    try:
+        listener(call, result)
+    except Exception:
+        logger.exception("on_completed listener %r raised; ignored", listener)
 
 
 async def invoke(runner: Runner, call: ToolCall) -> ToolResult:
@@ -233,7 +252,7 @@ class Batch:
             return
         self._state[index] = _State.ADMITTED
         self._outstanding += 1
-        fire(self._on_started, call)
+        fire_started(self._on_started, call)
         self._tg.start_soon(self._run, index, token)
 
     async def _wait_for(self, deps: Sequence[int]) -> None:
@@ -301,7 +320,7 @@ class Batch:
         self.results[index] = result
         self._state[index] = _State.DONE
         if self.stop != DISCARDED or started:
-            fire(self._on_completed, call, result)
+            fire_completed(self._on_completed, call, result)
         tool = self.plans[index].tool
         if (
             result.is_error

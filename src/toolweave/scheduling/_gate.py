@@ -9,7 +9,6 @@ parallel running. Anything unsure fails closed: the call becomes a barrier.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .._exceptions import ToolInputError
 from ..messages import ToolCall
@@ -24,7 +23,7 @@ class CallPlan:
 
     tool: Tool | None
     """The resolved tool, or None for a hallucinated name."""
-    args: dict[str, Any] | None
+    args: dict[str, object] | None
     """The validated input, or None if it did not validate."""
     parallel_ok: bool
     """Layer 2 passed: the call may overlap other parallel-ok calls."""
@@ -39,7 +38,9 @@ class CallPlan:
         return self.tool.interrupt if self.tool is not None else Interrupt.CANCEL
 
 
-def _exclusive(tool: Tool | None, args: dict[str, Any] | None, reason: str) -> CallPlan:
+def _exclusive(
+    tool: Tool | None, args: dict[str, object] | None, reason: str
+) -> CallPlan:
     return CallPlan(tool, args, False, Access.barrier(), reason)
 
 

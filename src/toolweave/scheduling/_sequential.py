@@ -18,7 +18,8 @@ from ._batch import (
     CompletedListener,
     Runner,
     StartedListener,
-    fire,
+    fire_completed,
+    fire_started,
     invoke,
 )
 from ._interrupt import InterruptToken
@@ -47,12 +48,12 @@ async def run_sequential(
         elif sibling_failure is not None and declares_abort:
             result = not_run(call, sibling_failure)
         else:
-            fire(on_started, call)
+            fire_started(on_started, call)
             cancellable = tool is None or tool.interrupt is Interrupt.CANCEL
             result = await _run_one(call, runner, interrupt if cancellable else None)
             if result.is_error and not result.synthetic and declares_abort:
                 sibling_failure = f"sibling {call.name} failed"
-        fire(on_completed, call, result)
+        fire_completed(on_completed, call, result)
         apply_modifiers([result])
         results.append(result)
     return results

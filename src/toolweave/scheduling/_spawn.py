@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeVarTuple
+from typing import Protocol, TypeVarTuple
 
 import anyio
 import sniffio
@@ -30,7 +30,7 @@ class Spawner(Protocol):
 
     def start_soon(
         self,
-        func: Callable[[*Ts], Coroutine[Any, Any, object]],
+        func: Callable[[*Ts], Coroutine[object, object, object]],
         *args: *Ts,
     ) -> object:
         """Start `func(*args)` as a child task."""
@@ -43,7 +43,7 @@ class _AsyncioSpawner:
 
     def start_soon(
         self,
-        func: Callable[[*Ts], Coroutine[Any, Any, object]],
+        func: Callable[[*Ts], Coroutine[object, object, object]],
         *args: *Ts,
     ) -> None:
         self._group.create_task(func(*args))
