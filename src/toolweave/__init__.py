@@ -11,6 +11,7 @@ from ._exceptions import BadRequestError as BadRequestError
 from ._exceptions import ConfigError as ConfigError
 from ._exceptions import ControlSignal as ControlSignal
 from ._exceptions import InternalError as InternalError
+from ._exceptions import MCPConnectionError as MCPConnectionError
 from ._exceptions import ModelConnectionError as ModelConnectionError
 from ._exceptions import ModelError as ModelError
 from ._exceptions import ModelRetry as ModelRetry
@@ -67,6 +68,7 @@ __all__ = [
     "InternalError",
     "Interrupt",
     "InterruptToken",
+    "MCPConnectionError",
     "Message",
     "ModelConnectionError",
     "ModelError",

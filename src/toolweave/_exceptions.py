@@ -10,7 +10,8 @@ ToolweaveError
 │   ├── ToolInputError                 the input failed schema or `validate_input` checks
 │   ├── ToolTimeoutError               the call ran past its timeout
 │   ├── PermissionDeniedError          a rule, hook, mode or handler refused the call
-│   └── WorkspaceEscapeError           a path leads outside the workspace root
+│   ├── WorkspaceEscapeError           a path leads outside the workspace root
+│   └── MCPConnectionError             an MCP server would not start, or its connection broke
 ├── ModelError                         a provider failed (translated from the SDKs at one seam)
 │   ├── RateLimitedError               429; carries `retry_after` seconds when the server sent one
 │   ├── OverloadedError                overloaded / 529 / 503
@@ -24,6 +25,7 @@ ToolweaveError
 │   ├── ModelRetry                     "tell the model this and let it try again"
 │   └── StopRun                        end the run after this batch
 ├── StoreError                         the session store could not read or write
+├── ClusterError                       a Ray task or worker failed (crashed, cancelled, lost)
 └── InternalError                      a broken invariant inside toolweave (a bug: please report it)
 ```
 
@@ -37,9 +39,11 @@ from __future__ import annotations
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "ClusterError",
     "ConfigError",
     "ControlSignal",
     "InternalError",
+    "MCPConnectionError",
     "ModelConnectionError",
     "ModelError",
     "ModelRetry",
@@ -100,6 +104,14 @@ class PermissionDeniedError(ToolError):
 
 class WorkspaceEscapeError(ToolError):
     """A path resolves outside the workspace root (via `..`, an absolute path or a link)."""
+
+
+class MCPConnectionError(ToolError):
+    """An MCP server could not be started or initialised, or its connection broke.
+
+    A call gets it as an error result; the server is started again on the next
+    call. `open_mcp_servers` raises it when a server fails its first start.
+    """
 
 
 class ModelError(ToolweaveError):
@@ -172,6 +184,15 @@ class StopRun(ControlSignal):
 
 class StoreError(ToolweaveError):
     """The session store could not read or write."""
+
+
+class ClusterError(ToolweaveError):
+    """Ray could not run a remote session or tool call to the end.
+
+    The worker crashed, the task was cancelled, an object was lost, or Ray is
+    not running. A remote tool call turns it into an error result; a batch
+    records the session as crashed and goes on.
+    """
 
 
 class InternalError(ToolweaveError):

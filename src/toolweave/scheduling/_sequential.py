@@ -7,12 +7,13 @@ concurrent engine, and context modifiers applied right after each call.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import anyio
 
 from ..messages import ToolCall, ToolResult
-from ..tools import Interrupt, ToolRegistry
+from ..tools import Interrupt, Tool, ToolRegistry
 from ._batch import (
     INTERRUPTED,
     CompletedListener,
@@ -26,7 +27,9 @@ from ._interrupt import InterruptToken
 from ._modifiers import apply_modifiers
 from ._results import not_run, stopped_while_running
 
-__all__ = ["run_sequential"]
+__all__ = ["prepare", "run_sequential"]
+
+logger = logging.getLogger("toolweave.scheduling")
 
 
 async def run_sequential(
@@ -48,6 +51,8 @@ async def run_sequential(
         elif sibling_failure is not None and declares_abort:
             result = not_run(call, sibling_failure)
         else:
+            if tool is not None and tool.needs_prepare:
+                await prepare(tool)
             fire_started(on_started, call)
             cancellable = tool is None or tool.interrupt is Interrupt.CANCEL
             result = await _run_one(call, runner, interrupt if cancellable else None)
@@ -57,6 +62,14 @@ async def run_sequential(
         apply_modifiers([result])
         results.append(result)
     return results
+
+
+async def prepare(tool: Tool) -> None:
+    """Await a tool's readiness step; a failure is logged and the call reports it."""
+    try:
+        await tool.prepare()
+    except Exception:
+        logger.exception("readiness step of %r failed; the call will report it", tool)
 
 
 async def _run_one(

@@ -1,6 +1,8 @@
 """A small real MCP server (the SDK's MCPServer) for the MCP tests.
 
-Run as ``python mcp_test_server.py stdio`` or ``python mcp_test_server.py http PORT``.
+Run as ``python mcp_test_server.py stdio [REFUSE_IF]`` or
+``python mcp_test_server.py http PORT``. With REFUSE_IF, the server exits at once
+(status 3) while that file exists: a server that cannot start.
 Not a mock: it is the official SDK server, speaking MCP over a real transport.
 It adds what the reference servers lack: a server-side rendezvous that proves one
 client session carries concurrent requests, images, structured-only results and
@@ -10,11 +12,12 @@ tool-reported errors.
 from __future__ import annotations
 
 import base64
+import os
 import sys
 
 import anyio
 import mcp.types as mt
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(
@@ -41,6 +44,14 @@ async def rendezvous(key: str, party: int) -> str:
     with anyio.fail_after(30):
         await event.wait()
     return f"met {party} at {key}"
+
+
+@server.tool(annotations=READ_ONLY)
+async def count_to(n: int, ctx: Context) -> str:
+    """Count to `n`, reporting progress at each step."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"step {i}")
+    return f"counted to {n}"
 
 
 @server.tool(annotations=READ_ONLY)
@@ -95,6 +106,8 @@ def fails(reason: str) -> mt.CallToolResult:
 
 def main() -> None:
     if sys.argv[1] == "stdio":
+        if len(sys.argv) > 2 and os.path.exists(sys.argv[2]):
+            sys.exit(3)
         server.run("stdio")
     else:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

@@ -104,6 +104,10 @@ class ManifestTool(JSONSchemaTool):
     ordinary `Tool` declaration. An ``access`` template becomes the call's
     `Access`, filled from the validated input; a template naming a value the input
     lacks makes the call a barrier (fail closed).
+
+    A ``timeout`` is enforced by the lifecycle, which cuts off only CANCEL tools
+    (for a command: its whole process group is killed); a BLOCK tool runs to its
+    end and its late result is replaced by the timeout error.
     """
 
     def __init__(

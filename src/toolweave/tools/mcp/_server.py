@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, final
 
@@ -11,13 +11,17 @@ import anyio
 import anyio.abc
 import mcp.types as mt
 from mcp import ClientSession
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from ..._exceptions import MCPConnectionError, ToolError, ToolTimeoutError
 from ._config import MCPServerConfig
 from ._transport import WatchedReadStream, open_transport
 
-__all__ = ["MCPServer", "MCPServerStatistics"]
+__all__ = ["MCPServer", "MCPServerStatistics", "ProgressListener"]
+
+ProgressListener = Callable[[str, float | None], None]
+"""Receives a call's progress as ``(message, fraction or None)``."""
 
 _CLIENT_INFO = mt.Implementation(name="toolweave", version="0.1.0")
 
@@ -65,6 +69,21 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
 
 def _describe(exc: BaseException) -> str:
     return "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(exc))
+
+
+def _progress_fn(listener: ProgressListener | None) -> ProgressFnT | None:
+    """Adapt a ``(message, fraction)`` listener to the SDK's progress callback."""
+    if listener is None:
+        return None
+
+    async def forward(
+        progress: float, total: float | None, message: str | None
+    ) -> None:
+        fraction = progress / total if total else None
+        default = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+        listener(message or default, fraction)
+
+    return forward
 
 
 async def _list_all_tools(session: ClientSession) -> tuple[mt.Tool, ...]:
@@ -222,7 +241,8 @@ class MCPServer:
                     await conn.closing.wait()
 
     def _lost(self, conn: _Connection) -> None:
-        if conn.alive and conn.session is not None:
+        """Mark `conn` dead; count it unless we were already closing it."""
+        if conn.alive and conn.session is not None and not conn.closing.is_set():
             self._disconnects += 1
         conn.lost()
 
@@ -232,12 +252,18 @@ class MCPServer:
         return error
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any]
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        on_progress: ProgressListener | None = None,
     ) -> mt.CallToolResult:
         """Call `tool` on the server over the shared session. A checkpoint.
 
         Connects first if the server is not ready (a caller that skipped the
-        readiness step, such as the Dispatcher's sequential path).
+        readiness step, such as the Dispatcher's sequential path). The server's
+        progress notifications for the call go to `on_progress` as
+        ``(message, fraction or None)``.
 
         Raises:
             MCPConnectionError: the server would not start, or the connection
@@ -252,18 +278,25 @@ class MCPServer:
         assert conn.session is not None
         self._in_flight += 1
         try:
-            return await self._send(conn, tool, arguments)
+            return await self._send(conn, tool, arguments, _progress_fn(on_progress))
         finally:
             self._in_flight -= 1
 
     async def _send(
-        self, conn: _Connection, tool: str, arguments: dict[str, Any]
+        self,
+        conn: _Connection,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
     ) -> mt.CallToolResult:
         assert conn.session is not None
         where = f"MCP server {self.name!r}"
         try:
             return await conn.session.call_tool(
-                tool, arguments, read_timeout_seconds=self.config.timeout
+                tool,
+                arguments,
+                read_timeout_seconds=self.config.timeout,
+                progress_callback=progress,
             )
         except MCPError as exc:
             if exc.code == mt.CONNECTION_CLOSED:

@@ -121,13 +121,16 @@ class MCPTool(JSONSchemaTool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> MCPContent:
         """Call the tool on the server; its content is the result.
 
+        The server's progress notifications are reported through `ctx`.
+
         Raises:
             ToolError: the server reported ``isError`` (its text is the message),
                 answered with a protocol error, or its connection broke
                 (`MCPConnectionError`).
         """
-        del ctx
-        result = await self.server.call_tool(self.remote_name, args)
+        result = await self.server.call_tool(
+            self.remote_name, args, on_progress=ctx.report_progress
+        )
         is_error, content = map_call_result(result)
         if is_error:
             text = (
