@@ -1,27 +1,51 @@
 """Models: the neutral Model contract, providers, retries, and test models."""
 
+from ._anthropic import AnthropicModel as AnthropicModel
 from ._base import ChunkAggregator as ChunkAggregator
 from ._base import Model as Model
 from ._base import ModelRequest as ModelRequest
 from ._base import ReasoningChunk as ReasoningChunk
 from ._base import StreamChunk as StreamChunk
 from ._base import StreamEnd as StreamEnd
+from ._base import StreamRestart as StreamRestart
 from ._base import TextChunk as TextChunk
 from ._base import ToolDefinition as ToolDefinition
 from ._base import ToolUseReady as ToolUseReady
+from ._capabilities import context_window_for as context_window_for
+from ._capabilities import parallel_flag_supported as parallel_flag_supported
+from ._errors import parse_retry_after as parse_retry_after
+from ._openai_chat import OpenAIChatModel as OpenAIChatModel
+from ._openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
+from ._resolve import resolve_model as resolve_model
+from ._retry import RetryInfo as RetryInfo
+from ._retry import RetryingModel as RetryingModel
+from ._retry import RetryPolicy as RetryPolicy
+from ._retry import RetryStatistics as RetryStatistics
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import ScriptStep as ScriptStep
 
 __all__ = [
+    "AnthropicModel",
     "ChunkAggregator",
     "Model",
     "ModelRequest",
+    "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ReasoningChunk",
+    "RetryInfo",
+    "RetryPolicy",
+    "RetryStatistics",
+    "RetryingModel",
     "ScriptStep",
     "ScriptedModel",
     "StreamChunk",
     "StreamEnd",
+    "StreamRestart",
     "TextChunk",
     "ToolDefinition",
     "ToolUseReady",
+    "context_window_for",
+    "parallel_flag_supported",
+    "parse_retry_after",
+    "resolve_model",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "ReasoningChunk",
     "StreamChunk",
     "StreamEnd",
+    "StreamRestart",
     "TextChunk",
     "ToolDefinition",
     "ToolUseReady",
@@ -128,8 +129,34 @@ class StreamEnd:
     """The model that answered."""
 
 
-StreamChunk: TypeAlias = TextChunk | ReasoningChunk | ToolUseReady | StreamEnd
-"""The four chunk kinds; one class each, so they cannot be mixed up."""
+@dataclass(frozen=True, slots=True)
+class StreamRestart:
+    """Everything streamed before this chunk belonged to an attempt that died.
+
+    Only a retrying model (`RetryingModel`) yields it: when an attempt fails
+    after some chunks were already delivered, it yields one `StreamRestart`
+    before the next attempt's first chunk. A consumer drops what it built from
+    the earlier chunks (text, tool calls, eagerly started tools); a
+    `ChunkAggregator` does so by itself.
+    """
+
+    attempt: int
+    """The 1-based number of the attempt that died."""
+    _: KW_ONLY
+    model: str
+    """The model the next attempt will use."""
+    error: str
+    """Why the attempt died."""
+
+
+StreamChunk: TypeAlias = (
+    TextChunk | ReasoningChunk | ToolUseReady | StreamEnd | StreamRestart
+)
+"""The chunk kinds; one class each, so they cannot be mixed up.
+
+A provider yields the first four; `StreamRestart` appears only from a
+retrying model, between two attempts.
+"""
 
 
 @dataclass(slots=True)
@@ -154,7 +181,8 @@ class ChunkAggregator:
     """Builds a `ModelResponse` from chunks. Reading a half-built response never raises.
 
     Blocks are ordered by their `block` index, so a provider that interleaves
-    blocks still yields the order the model wrote them in.
+    blocks still yields the order the model wrote them in. A `StreamRestart`
+    discards everything folded in so far: the response is the last attempt's.
     """
 
     def __init__(self) -> None:
@@ -180,6 +208,9 @@ class ChunkAggregator:
                 )
         elif isinstance(chunk, ToolUseReady):
             self._slots[chunk.block] = chunk.call
+        elif isinstance(chunk, StreamRestart):
+            self._slots.clear()
+            self.end = None
         else:
             self.end = chunk
 
@@ -193,8 +224,9 @@ class ChunkAggregator:
         blocks: list[AssistantBlock] = []
         for _, slot in sorted(self._slots.items()):
             if isinstance(slot, list):
-                if slot:
-                    blocks.append(Text("".join(slot)))
+                text = "".join(slot)
+                if text:  # an empty text block is no block (providers reject them)
+                    blocks.append(Text(text))
             elif isinstance(slot, _ThinkingSlot):
                 blocks.append(slot.block())
             else:
@@ -230,7 +262,11 @@ class Model(abc.ABC):
 
     @abc.abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
-        """Send `request` and yield chunks; the last one is a `StreamEnd`."""
+        """Send `request` and yield chunks; the last one is a `StreamEnd`.
+
+        A retrying model may also yield `StreamRestart`: the chunks before it
+        are void. Close the iterator (``aclose``) when stopping early.
+        """
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send `request` and return the whole response (drains `stream`)."""
@@ -238,3 +274,9 @@ class Model(abc.ABC):
         async for chunk in self.stream(request):
             aggregator.add(chunk)
         return aggregator.response()
+
+    async def aclose(self) -> None:  # noqa: B027 - a no-op default, not abstract
+        """Release what the model holds (HTTP connections). Idempotent.
+
+        The base implementation holds nothing and does nothing.
+        """

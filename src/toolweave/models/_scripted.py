@@ -150,7 +150,9 @@ class ScriptedModel(Model):
         if step.error is not None and step.fail_after_chunks is None:
             raise step.error
         response = (
-            step.response if isinstance(step.response, ModelResponse) else step.response(request)
+            step.response
+            if isinstance(step.response, ModelResponse)
+            else step.response(request)
         )
         if step.first_chunk_delay:
             await anyio.sleep(step.first_chunk_delay)

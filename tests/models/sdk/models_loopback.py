@@ -8,9 +8,11 @@ cut mid-way by closing the socket. Every request is recorded.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import socket
+import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -72,6 +74,7 @@ class LoopbackServer:
         self._replies: deque[Reply] = deque()
         self.requests: list[Received] = []
         self.unexpected: list[str] = []
+        self.errors: list[str] = []
         self._lock = threading.Lock()
         server = self
 
@@ -81,12 +84,27 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:
-                server._handle(self)
+            def setup(self) -> None:
+                super().setup()
+                # Send each SSE chunk at once, as the real APIs do (no Nagle delay).
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            def do_POST(self) -> None:
+                try:
+                    server._handle(self)
+                except ConnectionError:
+                    pass  # the client hung up (a cut, or an abandoned stream)
+                except Exception as exc:
+                    server.errors.append(repr(exc))
+                    raise
+
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            daemon=True,
+        )
 
     @property
     def url(self) -> str:
@@ -120,11 +138,20 @@ class LoopbackServer:
             reply = self._replies.popleft() if self._replies else None
         if reply is None:
             self.unexpected.append(handler.path)
-            reply = JsonReply(500, {"error": {"type": "api_error", "message": "no scripted reply"}})
+            reply = JsonReply(
+                500, {"error": {"type": "api_error", "message": "no scripted reply"}}
+            )
         if isinstance(reply, JsonReply):
             _send_json(handler, reply)
         else:
             _send_sse(handler, reply)
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up on a cut or an abandoned stream is expected here.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _send_json(handler: http.server.BaseHTTPRequestHandler, reply: JsonReply) -> None:
@@ -162,7 +189,5 @@ def _cut(handler: http.server.BaseHTTPRequestHandler) -> None:
     """Drop the connection mid-body, as a dying proxy or server would."""
     handler.wfile.flush()
     handler.close_connection = True
-    try:
+    with contextlib.suppress(OSError):
         handler.connection.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass

@@ -1,0 +1,113 @@
+"""AnthropicModel: the Messages API over the official `anthropic` SDK, streaming."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, final
+
+import anthropic
+
+from .._exceptions import AuthenticationError, ModelError
+from ._anthropic_convert import anthropic_params
+from ._anthropic_errors import map_anthropic_error
+from ._anthropic_stream import AnthropicStreamMapper
+from ._base import ModelRequest
+from ._provider import EventMapper, ProviderModel, SDKStream, WarningHandler
+
+__all__ = ["AnthropicModel"]
+
+
+@final
+class AnthropicModel(ProviderModel):
+    """A Claude model through the official `anthropic` SDK (Messages API, streaming).
+
+    The SDK's own retries are off (``max_retries=0``): wrap the model in a
+    `RetryingModel` for retries and fallback. Thinking blocks come back
+    verbatim with their signatures (redacted ones with their data), and go back
+    to the API unchanged. ``tool_choice.disable_parallel_tool_use`` is derived
+    from `ModelRequest.parallel_tool_calls` and sent only with tools.
+
+    Args:
+        name: The model id, such as ``"claude-sonnet-4-6"``.
+        api_key: The API key; None lets the SDK read ``ANTHROPIC_API_KEY``.
+        base_url: Another endpoint (a proxy, or the test suite's loopback server).
+        thinking: Passed through as the request's ``thinking`` config, such as
+            ``{"type": "adaptive"}``.
+        timeout: Seconds the SDK waits for the server (per read).
+        context_window: Overrides the known-model table.
+        supports_parallel_tool_calls: Overrides the capability table.
+        on_warning: Receives a `toolweave.events.Warning` when the provider
+            rejected the parallel flag (otherwise it is logged).
+        client: An `anthropic.AsyncAnthropic` to use instead of building one;
+            the model copies it with retries off and never closes the original.
+    """
+
+    _provider = "anthropic"
+    _flag_name = "disable_parallel_tool_use"
+
+    def __init__(
+        self,
+        name: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        thinking: Mapping[str, Any] | None = None,
+        timeout: float = 600.0,
+        context_window: int | None = None,
+        supports_parallel_tool_calls: bool | None = None,
+        on_warning: WarningHandler | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+    ) -> None:
+        super().__init__(
+            name,
+            context_window=context_window,
+            supports_parallel_tool_calls=supports_parallel_tool_calls,
+            on_warning=on_warning,
+        )
+        self._api_key = api_key
+        self._base_url = base_url
+        self._thinking = thinking
+        self._timeout = timeout
+        self._given_client = client
+        self._client: anthropic.AsyncAnthropic | None = None
+        self._warned_temperature = False
+
+    def _sdk(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            try:
+                if self._given_client is not None:
+                    self._client = self._given_client.with_options(max_retries=0)
+                else:
+                    self._client = anthropic.AsyncAnthropic(
+                        api_key=self._api_key,
+                        base_url=self._base_url,
+                        max_retries=0,
+                        timeout=self._timeout,
+                    )
+            except anthropic.AnthropicError as exc:
+                raise AuthenticationError(
+                    f"cannot build the anthropic client: {exc}"
+                ) from exc
+        return self._client
+
+    async def _open(self, request: ModelRequest, *, send_flag: bool) -> SDKStream:
+        if request.temperature is not None and not self._warned_temperature:
+            self._warned_temperature = True
+            self._warn(f"{self._name}: the Messages API takes no temperature; ignored")
+        params = anthropic_params(
+            request, model=self._name, send_flag=send_flag, thinking=self._thinking
+        )
+        stream: SDKStream = await self._sdk().messages.create(stream=True, **params)
+        return stream
+
+    def _new_mapper(self, request: ModelRequest) -> EventMapper:
+        return AnthropicStreamMapper()
+
+    def _map_error(self, exc: BaseException) -> ModelError | None:
+        return map_anthropic_error(exc)
+
+    async def aclose(self) -> None:
+        """Close the SDK client this model built (a given client is left open)."""
+        client, self._client = self._client, None
+        if client is not None and self._given_client is None:
+            await client.close()

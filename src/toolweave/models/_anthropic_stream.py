@@ -1,0 +1,172 @@
+"""Anthropic Messages stream events -> neutral chunks (seed 002 §11.1).
+
+A tool call is emitted the moment its ``content_block_stop`` arrives; thinking
+blocks are streamed verbatim with their signature (redacted ones with their
+opaque data). Nothing is aggregated here: the chunks go to the caller only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, final
+
+from anthropic.types import (
+    RawContentBlockDeltaEvent,
+    RawContentBlockStartEvent,
+    RawContentBlockStopEvent,
+    RawMessageDeltaEvent,
+    RawMessageStartEvent,
+    RawMessageStopEvent,
+)
+
+from .._exceptions import ModelConnectionError
+from ..messages import StopReason, Usage
+from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseReady
+from ._blocks import BlockNumbers
+from ._repair import ToolCallBuilder
+
+__all__ = ["ANTHROPIC_STOP_REASONS", "AnthropicStreamMapper"]
+
+ANTHROPIC_STOP_REASONS: Final[dict[str, StopReason]] = {
+    "end_turn": StopReason.END_TURN,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    # The output was cut because the context window filled up: a truncation.
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "stop_sequence": StopReason.STOP_SEQUENCE,
+    "refusal": StopReason.REFUSAL,
+}
+"""Anthropic stop reasons we know; others (``pause_turn`` …) are UNKNOWN, raw kept."""
+
+_NOTHING: Final[tuple[StreamChunk, ...]] = ()
+
+
+@dataclass(slots=True)
+class _ToolSlot:
+    id: str
+    name: str
+    initial: dict[str, Any]
+    parts: list[str] = field(default_factory=list)
+
+
+@final
+class AnthropicStreamMapper:
+    """Maps the events of one Anthropic stream. Not reusable, not thread-safe."""
+
+    def __init__(self) -> None:
+        self._blocks = BlockNumbers()
+        self._calls = ToolCallBuilder()
+        self._tools: dict[int, _ToolSlot] = {}
+        self._model: str | None = None
+        self._input = self._output = self._cache_read = self._cache_write = 0
+        self._stop_raw: str | None = None
+        self._stopped = False
+        self._last_index, self._last_block = -1, -1
+
+    def feed(self, event: Any) -> tuple[StreamChunk, ...] | list[StreamChunk]:
+        """Chunks for one SDK event (most events give none)."""
+        if event.__class__ is RawContentBlockDeltaEvent:  # the hot path
+            delta: Any = event.delta  # the SDK's union; narrowed by its `type` tag
+            if delta.type == "text_delta":
+                return (TextChunk(delta.text, block=self._number(event.index)),)
+            return self._delta(event.index, delta)
+        if isinstance(event, RawContentBlockStartEvent):
+            return self._start(event)
+        if isinstance(event, RawContentBlockStopEvent):
+            return self._stop(event.index)
+        if isinstance(event, RawMessageStartEvent):
+            self._model = event.message.model
+            self._calls.response_id = event.message.id
+            self._usage(event.message.usage)
+        elif isinstance(event, RawMessageDeltaEvent):
+            self._stop_raw = event.delta.stop_reason or self._stop_raw
+            self._usage(event.usage)
+        elif isinstance(event, RawMessageStopEvent):
+            self._stopped = True
+        return _NOTHING
+
+    def _number(self, index: int) -> int:
+        """Our block number for provider index `index` (the last one is cached)."""
+        if index != self._last_index:
+            self._last_index, self._last_block = index, self._blocks.of(index)
+        return self._last_block
+
+    def finish(self) -> list[StreamChunk]:
+        """The closing `StreamEnd`; raises `ModelConnectionError` if the stream was cut."""
+        if not self._stopped:
+            raise ModelConnectionError("anthropic stream ended before message_stop")
+        raw = self._stop_raw
+        stop = (
+            ANTHROPIC_STOP_REASONS.get(raw, StopReason.UNKNOWN)
+            if raw
+            else StopReason.UNKNOWN
+        )
+        usage = Usage(
+            self._input,
+            self._output,
+            cache_read_tokens=self._cache_read,
+            cache_write_tokens=self._cache_write,
+            requests=1,
+        )
+        return [StreamEnd(stop, usage, raw_stop_reason=raw, model=self._model)]
+
+    def _delta(self, index: int, delta: Any) -> tuple[StreamChunk, ...]:
+        kind = delta.type
+        if kind == "input_json_delta":
+            slot = self._tools.get(index)
+            if slot is not None:
+                slot.parts.append(delta.partial_json)
+            return _NOTHING
+        if kind == "thinking_delta":
+            return (ReasoningChunk(delta.thinking, block=self._number(index)),)
+        if kind == "signature_delta":
+            block = self._number(index)
+            return (ReasoningChunk("", block=block, signature=delta.signature),)
+        return _NOTHING  # citations_delta and future kinds
+
+    def _start(self, event: RawContentBlockStartEvent) -> tuple[StreamChunk, ...]:
+        block = event.content_block
+        index = event.index
+        if block.type == "text":
+            if block.text:
+                return (TextChunk(block.text, block=self._number(index)),)
+        elif block.type == "thinking":
+            if block.thinking or block.signature:
+                return (
+                    ReasoningChunk(
+                        block.thinking,
+                        block=self._number(index),
+                        signature=block.signature or None,
+                    ),
+                )
+        elif block.type == "redacted_thinking":
+            return (
+                ReasoningChunk("", block=self._number(index), redacted_data=block.data),
+            )
+        elif block.type == "tool_use":
+            self._tools[index] = _ToolSlot(
+                block.id, block.name, dict(block.input or {})
+            )
+        return _NOTHING
+
+    def _stop(self, index: int) -> list[StreamChunk]:
+        slot = self._tools.pop(index, None)
+        if slot is None:
+            return []
+        arguments = "".join(slot.parts) if slot.parts else slot.initial
+        calls = self._calls.build(slot.id, slot.name, arguments)
+        numbers = [self._number(index)] + [self._blocks.fresh() for _ in calls[1:]]
+        return [
+            ToolUseReady(call, block=n) for call, n in zip(calls, numbers, strict=True)
+        ]
+
+    def _usage(self, usage: Any) -> None:
+        # message_start carries the input side; message_delta carries cumulative counts.
+        if usage.input_tokens is not None:
+            self._input = usage.input_tokens
+        if usage.cache_read_input_tokens is not None:
+            self._cache_read = usage.cache_read_input_tokens
+        if usage.cache_creation_input_tokens is not None:
+            self._cache_write = usage.cache_creation_input_tokens
+        if usage.output_tokens is not None:
+            self._output = usage.output_tokens

@@ -1,0 +1,90 @@
+"""What we know about model families: context windows and the `parallel_tool_calls` flag.
+
+The request-side flag only says whether the model may put several tool calls in
+one response (seed 001); it never changes how calls run. Some families reject it
+with a 400, and sending it anyway caused 400-error loops in the wild (seed 004),
+so the flag is sent only to families known to accept it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, TypeAlias
+
+__all__ = [
+    "Provider",
+    "context_window_for",
+    "is_reasoning_family",
+    "parallel_flag_supported",
+]
+
+Provider: TypeAlias = Literal["anthropic", "openai", "openai-compatible"]
+"""Who serves the model: the wire format plus whose capability table applies."""
+
+# Longest matching prefix wins. Numbers are the providers' published input windows.
+_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("claude-", 200_000),
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-4", 8_192),
+    ("gpt-3.5-turbo", 16_385),
+    ("o1-mini", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+    ("codex-", 200_000),
+)
+
+# Families that must never get `parallel_tool_calls` (checked first): the
+# reasoning-only o1 / o3-mini families and "lite" endpoints reject it (seed 001:
+# Codex ANDs the flag with a Lite marker; seed 004: unsupported models 400).
+_OPENAI_FLAG_DENY = re.compile(r"^(o1($|-)|o3-mini)|(^|[-_.])lite($|[-_.])")
+# Families that accept it. Anything else gets no flag: the provider default
+# (parallel allowed) applies, which is always safe because execution is gated.
+_OPENAI_FLAG_ALLOW = re.compile(r"^(gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-5|o3($|-)|o4-mini)")
+_REASONING_FAMILY = re.compile(r"^(o\d|gpt-5|codex-)")
+
+
+def _bare(name: str) -> str:
+    """The model name without an organisation prefix (``openai/gpt-4o`` -> ``gpt-4o``)."""
+    return name.rsplit("/", 1)[-1].lower()
+
+
+def context_window_for(name: str) -> int | None:
+    """The context window of model `name` in tokens, or None if unknown.
+
+    Matching is by the longest known prefix, so dated snapshots
+    (``gpt-4o-2024-08-06``) inherit their family's window.
+    """
+    bare = _bare(name)
+    best: tuple[int, int] | None = None
+    for prefix, window in _CONTEXT_WINDOWS:
+        if bare.startswith(prefix) and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), window)
+    return None if best is None else best[1]
+
+
+def parallel_flag_supported(provider: Provider, name: str) -> bool:
+    """Whether a request to `name` may carry the parallel-tool-calls flag.
+
+    Anthropic models all accept ``tool_choice.disable_parallel_tool_use``.
+    OpenAI models accept ``parallel_tool_calls`` only in the families listed in
+    the allow table, never in the deny table (which wins). An unknown
+    OpenAI-compatible server gets no flag: configure the model explicitly
+    (``supports_parallel_tool_calls=True``) when the server is known to take it.
+    """
+    if provider == "anthropic":
+        return True
+    if provider == "openai-compatible":
+        return False
+    bare = _bare(name)
+    if _OPENAI_FLAG_DENY.search(bare):
+        return False
+    return _OPENAI_FLAG_ALLOW.search(bare) is not None
+
+
+def is_reasoning_family(name: str) -> bool:
+    """Whether `name` is an OpenAI reasoning model (its reasoning items can be passed back)."""
+    return _REASONING_FAMILY.search(_bare(name)) is not None

@@ -1,0 +1,184 @@
+"""OpenAI Chat Completions chunks -> neutral chunks (seed 002 §11.1).
+
+Tool-call deltas are assembled by index; a slot is flushed as `ToolUseReady`
+when a higher index starts or the stream ends. A server that numbers every
+call 0 but gives each its own id (seen from OpenAI-compatible servers) gets a
+new slot per id. Reasoning text that OpenAI-compatible servers send as
+``reasoning_content`` / ``reasoning`` becomes reasoning chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, cast, final
+
+from openai.types.chat import ChatCompletionChunk
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+
+from .._exceptions import ModelConnectionError
+from ..messages import StopReason, Usage
+from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseReady
+from ._blocks import BlockNumbers
+from ._repair import ToolCallBuilder
+
+__all__ = ["CHAT_STOP_REASONS", "ChatStreamMapper"]
+
+CHAT_STOP_REASONS: Final[dict[str, StopReason]] = {
+    "stop": StopReason.END_TURN,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "length": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.REFUSAL,
+}
+"""Chat finish reasons we know; others are UNKNOWN with the raw string kept."""
+
+_REASONING_KEYS: Final = ("reasoning_content", "reasoning")
+_NOTHING: Final[tuple[StreamChunk, ...]] = ()
+
+
+@dataclass(slots=True)
+class _Slot:
+    key: int
+    id: str | None = None
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+
+
+@final
+class ChatStreamMapper:
+    """Maps the chunks of one Chat Completions stream. Not reusable, not thread-safe."""
+
+    def __init__(self) -> None:
+        self._blocks = BlockNumbers()
+        self._calls = ToolCallBuilder()
+        self._pending: dict[
+            int, _Slot
+        ] = {}  # provider index -> open slot, in start order
+        self._slot_count = 0
+        self._run = 0  # text after a tool call starts a new text block
+        self._text_run, self._text_number = -1, -1
+        self._finish: str | None = None
+        self._refused = False
+        self._model: str | None = None
+        self._usage = Usage(requests=1)
+
+    def feed(
+        self, chunk: ChatCompletionChunk
+    ) -> tuple[StreamChunk, ...] | list[StreamChunk]:
+        """Chunks for one SDK chunk."""
+        if self._model is None:
+            self._model = chunk.model
+            self._calls.response_id = chunk.id or None
+        if chunk.usage is not None:
+            self._usage = _usage(chunk.usage)
+        if not chunk.choices:
+            return _NOTHING
+        choice = chunk.choices[0]
+        delta = choice.delta
+        if choice.finish_reason is not None:
+            self._finish = choice.finish_reason
+        if delta.tool_calls is None and delta.refusal is None and not delta.model_extra:
+            if delta.content:  # the hot path: plain text
+                return (TextChunk(delta.content, block=self._text_block()),)
+            return _NOTHING
+        return self._mixed(delta)
+
+    def finish(self) -> list[StreamChunk]:
+        """Remaining tool calls and the `StreamEnd`; raises if the stream was cut."""
+        if self._finish is None:
+            raise ModelConnectionError(
+                "chat completions stream ended without a finish_reason"
+            )
+        out = self._flush(lambda index: True)
+        stop = CHAT_STOP_REASONS.get(self._finish, StopReason.UNKNOWN)
+        if self._refused and stop in (StopReason.END_TURN, StopReason.UNKNOWN):
+            stop = StopReason.REFUSAL
+        out.append(
+            StreamEnd(
+                stop, self._usage, raw_stop_reason=self._finish, model=self._model
+            )
+        )
+        return out
+
+    def _text_block(self) -> int:
+        """The block of the current text run (cached: text deltas are the bulk)."""
+        if self._text_run != self._run:
+            self._text_run, self._text_number = (
+                self._run,
+                self._blocks.of(("text", self._run)),
+            )
+        return self._text_number
+
+    def _mixed(self, delta: Any) -> list[StreamChunk]:
+        out: list[StreamChunk] = []
+        extra = delta.model_extra or {}
+        for key in _REASONING_KEYS:
+            if isinstance(extra.get(key), str) and extra[key]:
+                block = self._blocks.of(("reasoning", self._run))
+                out.append(ReasoningChunk(extra[key], block=block))
+        if delta.content:
+            out.append(TextChunk(delta.content, block=self._text_block()))
+        if delta.refusal:
+            self._refused = True
+            out.append(TextChunk(delta.refusal, block=self._text_block()))
+        for call_delta in delta.tool_calls or ():
+            out.extend(self._tool_delta(call_delta))
+        return out
+
+    def _tool_delta(self, delta: ChoiceDeltaToolCall) -> list[StreamChunk]:
+        # Some servers omit the index; the SDK does not validate, so it may be None.
+        given = cast("int | None", delta.index)
+        index = given if given is not None else max(self._pending, default=0)
+        out = self._flush(lambda pending: pending < index)
+        slot = self._pending.get(index)
+        if slot is not None and _is_new_call(slot, delta.id):
+            out.extend(self._flush(lambda pending: True))
+            slot = None
+        if slot is None:
+            slot = self._pending[index] = _Slot(self._slot_count)
+            self._slot_count += 1
+            self._run += 1
+        if delta.id:
+            slot.id = delta.id
+        function = delta.function
+        if function is not None:
+            if function.name and not slot.name:
+                slot.name = function.name
+            if function.arguments:
+                slot.parts.append(function.arguments)
+        return out
+
+    def _flush(self, which: Callable[[int], bool]) -> list[StreamChunk]:
+        out: list[StreamChunk] = []
+        for index in [i for i in self._pending if which(i)]:
+            slot = self._pending.pop(index)
+            calls = self._calls.build(slot.id, slot.name, "".join(slot.parts))
+            numbers = [self._blocks.of(("call", slot.key))]
+            numbers += [self._blocks.fresh() for _ in calls[1:]]
+            out.extend(
+                ToolUseReady(c, block=n) for c, n in zip(calls, numbers, strict=True)
+            )
+        return out
+
+
+def _is_new_call(slot: _Slot, call_id: str | None) -> bool:
+    """Same index, another id, after arguments: a server that numbers every call 0."""
+    return bool(call_id and slot.id and call_id != slot.id and slot.parts)
+
+
+def _usage(usage: Any) -> Usage:
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details is not None else 0
+    written = (
+        (getattr(details, "cache_write_tokens", None) or 0)
+        if details is not None
+        else 0
+    )
+    return Usage(
+        max(usage.prompt_tokens - cached - written, 0),
+        usage.completion_tokens,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        requests=1,
+    )

@@ -1,0 +1,115 @@
+"""The one seam where `openai` SDK exceptions become toolweave `ModelError`s.
+
+Used by both OpenAI models (Chat Completions and Responses). Status errors are
+classified by HTTP status and the body's ``code``/``type``; an error sent inside
+a stream arrives as a bare `openai.APIError` carrying only those. Transport
+errors are mapped too, in case one escapes the SDK's own wrapping.
+`tests/models/test_error_seams.py` walks every SDK exception class and fails if
+one has no entry in `_TABLE`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import openai
+
+from .._exceptions import (
+    AuthenticationError,
+    BadRequestError,
+    ModelConnectionError,
+    ModelError,
+    ModelServerError,
+)
+from ._errors import classify_status, describe, parse_retry_after
+
+__all__ = ["OPENAI_ROOTS", "error_from_payload", "map_openai_error", "table_entry"]
+
+OPENAI_ROOTS: tuple[type[BaseException], ...] = (openai.OpenAIError, httpx2.HTTPError)
+"""The exception families of the OpenAI path. A root's own table entry is a
+catch-all: a subclass that reaches only a root's entry counts as unmapped."""
+
+_TABLE: dict[type[BaseException], type[ModelError]] = {
+    openai.OpenAIError: ModelServerError,
+    openai.APIError: ModelServerError,  # code-classified below
+    openai.APIStatusError: ModelServerError,  # status-classified below
+    openai.APIResponseValidationError: ModelServerError,
+    openai.APIConnectionError: ModelConnectionError,
+    openai.APITimeoutError: ModelConnectionError,
+    # Raised only by the SDK's parse helpers, which we do not use.
+    openai.LengthFinishReasonError: BadRequestError,
+    openai.ContentFilterFinishReasonError: BadRequestError,
+    openai.WebSocketConnectionClosedError: ModelConnectionError,
+    openai.WebSocketQueueFullError: ModelConnectionError,
+    httpx2.HTTPError: ModelConnectionError,
+    httpx2.RequestError: ModelConnectionError,
+    httpx2.HTTPStatusError: ModelServerError,
+    httpx2.StreamError: ModelConnectionError,
+    httpx2.InvalidURL: BadRequestError,
+}
+
+# Exceptions defined in private SDK modules, matched by name: importing those
+# modules (the beta agents helpers take ~0.7 s) only to map them is not worth it.
+_BY_NAME: dict[str, type[ModelError]] = {
+    "openai._exceptions.SubjectTokenProviderError": AuthenticationError,
+    "openai.lib.azure.MutuallyExclusiveAuthError": AuthenticationError,
+    "openai.lib._old_api.APIRemovedInV1": BadRequestError,
+    "openai._AmbiguousModuleClientUsageError": BadRequestError,
+    "openai._extras._common.MissingDependencyError": BadRequestError,
+    # The beta hosted-agents helpers, which we do not use.
+    "openai.lib.beta.agents._files.AgentFilePreparationError": BadRequestError,
+    "openai.lib.beta.agents._files.AgentFileStagingError": BadRequestError,
+    "openai.lib.beta.agents._result.AgentOutputParseError": ModelServerError,
+    "openai.lib.beta.agents._result.AgentTurnResultError": ModelServerError,
+    # A stream object read twice; a fresh attempt opens a fresh stream.
+    "openai._response.StreamAlreadyConsumed": ModelConnectionError,
+}
+
+
+def table_entry(cls: type[BaseException]) -> type[BaseException] | None:
+    """The nearest ancestor of `cls` (itself included) that the seam maps, or None."""
+    for klass in cls.__mro__:
+        if klass in _TABLE or f"{klass.__module__}.{klass.__qualname__}" in _BY_NAME:
+            return klass
+    return None
+
+
+def _neutral_for(cls: type[BaseException]) -> type[ModelError] | None:
+    entry = table_entry(cls)
+    if entry is None:
+        return None
+    return _TABLE.get(entry) or _BY_NAME[f"{entry.__module__}.{entry.__qualname__}"]
+
+
+def map_openai_error(exc: BaseException) -> ModelError | None:
+    """The neutral error for an `openai`/`httpx2` exception; None if it is neither.
+
+    429 → `RateLimitedError` (``insufficient_quota`` → `AuthenticationError`,
+    waiting does not help), 503/529 → `OverloadedError`, both with Retry-After
+    parsed; ``context_length_exceeded`` and its phrasings → `PromptTooLongError`;
+    401/403 → `AuthenticationError`; other 4xx → `BadRequestError`; 5xx and
+    in-stream errors → `ModelServerError` unless their code says otherwise;
+    transport failures → `ModelConnectionError`.
+    """
+    if isinstance(exc, openai.APIStatusError):
+        return classify_status(
+            exc.status_code,
+            f"openai {exc.status_code} {exc.code or exc.type or 'error'}: {exc.message}",
+            kind=exc.code or exc.type,
+            retry_after=parse_retry_after(exc.response.headers),
+        )
+    if type(exc) is openai.APIError:
+        return error_from_payload(exc.code or exc.type, exc.message)
+    if isinstance(exc, json.JSONDecodeError):
+        return ModelServerError(f"the provider sent malformed stream data: {exc}")
+    neutral = _neutral_for(type(exc))
+    if neutral is None:
+        return None
+    return neutral(describe(exc))
+
+
+def error_from_payload(code: str | None, message: str | None) -> ModelError:
+    """The neutral error for an error object sent inside a stream (status 200)."""
+    text = f"openai stream error {code or ''}: {message or 'no message'}"
+    return classify_status(200, text, kind=code)

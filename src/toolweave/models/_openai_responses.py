@@ -1,0 +1,121 @@
+"""OpenAIResponsesModel: the Responses API over the official `openai` SDK, streaming."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, final
+
+import openai
+
+from .._exceptions import ModelError
+from ._base import ModelRequest
+from ._capabilities import is_reasoning_family
+from ._openai_chat import build_openai_client
+from ._openai_errors import map_openai_error
+from ._openai_responses_convert import responses_params
+from ._openai_responses_stream import ResponsesStreamMapper
+from ._provider import EventMapper, ProviderModel, SDKStream, WarningHandler
+
+__all__ = ["OpenAIResponsesModel"]
+
+
+@final
+class OpenAIResponsesModel(ProviderModel):
+    """A model behind the Responses API, through the official `openai` SDK.
+
+    Stateless: every request carries the whole conversation (``store=False``).
+    Reasoning items come back as `Thinking` blocks with their id and encrypted
+    content, and are passed back unchanged on the next request. The SDK's own
+    retries are off: wrap the model in a `RetryingModel`.
+
+    Args:
+        name: The model id, such as ``"gpt-5"`` or ``"o4-mini"``.
+        api_key: The API key; None lets the SDK read ``OPENAI_API_KEY``.
+        base_url: Another endpoint.
+        reasoning: Passed through as the ``reasoning`` config, such as
+            ``{"effort": "medium", "summary": "auto"}``.
+        include_encrypted_reasoning: Ask for encrypted reasoning content (needed
+            to pass reasoning back statelessly); default: for reasoning families.
+        store: Let OpenAI store the response.
+        timeout: Seconds the SDK waits for the server (per read).
+        context_window: Overrides the known-model table.
+        supports_parallel_tool_calls: Overrides the capability table.
+        on_warning: Receives a `toolweave.events.Warning` when the provider
+            rejected the parallel flag (otherwise it is logged).
+        client: An `openai.AsyncOpenAI` to use instead of building one; the
+            model copies it with retries off and never closes the original.
+    """
+
+    _provider = "openai"
+    _flag_name = "parallel_tool_calls"
+
+    def __init__(
+        self,
+        name: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        reasoning: Mapping[str, Any] | None = None,
+        include_encrypted_reasoning: bool | None = None,
+        store: bool = False,
+        timeout: float = 600.0,
+        context_window: int | None = None,
+        supports_parallel_tool_calls: bool | None = None,
+        on_warning: WarningHandler | None = None,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        super().__init__(
+            name,
+            context_window=context_window,
+            supports_parallel_tool_calls=supports_parallel_tool_calls,
+            on_warning=on_warning,
+        )
+        self._api_key = api_key
+        self._base_url = base_url
+        self._reasoning = reasoning
+        self._include_encrypted = (
+            is_reasoning_family(name)
+            if include_encrypted_reasoning is None
+            else include_encrypted_reasoning
+        )
+        self._store = store
+        self._timeout = timeout
+        self._given_client = client
+        self._client: openai.AsyncOpenAI | None = None
+        self._warned_stop = False
+
+    def _sdk(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            self._client = build_openai_client(
+                self._api_key, self._base_url, self._timeout, self._given_client
+            )
+        return self._client
+
+    async def _open(self, request: ModelRequest, *, send_flag: bool) -> SDKStream:
+        if request.stop_sequences and not self._warned_stop:
+            self._warned_stop = True
+            self._warn(
+                f"{self._name}: the Responses API has no stop sequences; ignored"
+            )
+        params = responses_params(
+            request,
+            model=self._name,
+            send_flag=send_flag,
+            reasoning=self._reasoning,
+            include_encrypted_reasoning=self._include_encrypted,
+            store=self._store,
+        )
+        stream: SDKStream = await self._sdk().responses.create(stream=True, **params)
+        return stream
+
+    def _new_mapper(self, request: ModelRequest) -> EventMapper:
+        return ResponsesStreamMapper()
+
+    def _map_error(self, exc: BaseException) -> ModelError | None:
+        return map_openai_error(exc)
+
+    async def aclose(self) -> None:
+        """Close the SDK client this model built (a given client is left open)."""
+        client, self._client = self._client, None
+        if client is not None and self._given_client is None:
+            await client.close()

@@ -1,0 +1,186 @@
+"""OpenAI Responses stream events -> neutral chunks (seed 002 §11.1).
+
+A function call is emitted when its ``response.output_item.done`` arrives (its
+arguments there are authoritative); a reasoning item is closed with its id and
+encrypted content so it can be passed back. ``response.failed`` and ``error``
+events raise the neutral error their code names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, final
+
+from .._exceptions import ModelConnectionError
+from ..messages import StopReason, Usage
+from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseReady
+from ._blocks import BlockNumbers
+from ._openai_errors import error_from_payload
+from ._repair import ToolCallBuilder
+
+__all__ = ["INCOMPLETE_REASONS", "ResponsesStreamMapper"]
+
+INCOMPLETE_REASONS: Final[dict[str, StopReason]] = {
+    "max_output_tokens": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.REFUSAL,
+}
+"""Why a response is ``incomplete``; other reasons are UNKNOWN with the raw string kept."""
+
+_NOTHING: Final[tuple[StreamChunk, ...]] = ()
+_REASONING_DELTAS: Final = frozenset(
+    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+_FINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete"})
+
+
+@dataclass(slots=True)
+class _Call:
+    call_id: str | None
+    name: str
+    parts: list[str] = field(default_factory=list)
+
+
+@final
+class ResponsesStreamMapper:
+    """Maps the events of one Responses stream. Not reusable, not thread-safe."""
+
+    def __init__(self) -> None:
+        self._blocks = BlockNumbers()
+        self._calls = ToolCallBuilder()
+        self._pending: dict[str, _Call] = {}
+        self._reasoning_seen: dict[str, int] = {}  # item id -> last summary index
+        self._emitted_calls = False
+        self._refused = False
+        self._final: Any = None
+        self._model: str | None = None
+
+    def feed(self, event: Any) -> tuple[StreamChunk, ...] | list[StreamChunk]:
+        """Chunks for one SDK event; raises the neutral error of a failed response."""
+        kind = event.type
+        if kind == "response.output_text.delta":
+            return (TextChunk(event.delta, block=self._blocks.of(event.item_id)),)
+        if kind == "response.function_call_arguments.delta":
+            call = self._pending.get(event.item_id)
+            if call is not None:
+                call.parts.append(event.delta)
+            return _NOTHING
+        if kind in _REASONING_DELTAS:
+            return (self._reasoning_delta(event),)
+        if kind == "response.output_item.added":
+            self._added(event.item)
+        elif kind == "response.output_item.done":
+            return self._done(event.item)
+        elif kind == "response.refusal.delta":
+            self._refused = True
+            return (TextChunk(event.delta, block=self._blocks.of(event.item_id)),)
+        else:
+            self._lifecycle(kind, event)
+        return _NOTHING
+
+    def finish(self) -> list[StreamChunk]:
+        """Calls left open (a truncated response) and the `StreamEnd`."""
+        if self._final is None:
+            raise ModelConnectionError(
+                "responses stream ended before response.completed"
+            )
+        out: list[StreamChunk] = []
+        for item_id in list(self._pending):
+            call = self._pending.pop(item_id)
+            out.extend(
+                self._ready(item_id, call.call_id, call.name, "".join(call.parts))
+            )
+        stop, raw = self._stop_reason(self._final)
+        out.append(
+            StreamEnd(
+                stop, _usage(self._final.usage), raw_stop_reason=raw, model=self._model
+            )
+        )
+        return out
+
+    def _lifecycle(self, kind: str, event: Any) -> None:
+        if kind == "response.created":
+            self._model = event.response.model
+            self._calls.response_id = event.response.id
+        elif kind in _FINAL_EVENTS:
+            self._final = event.response
+            self._model = event.response.model or self._model
+        elif kind == "response.failed":
+            error = event.response.error
+            code = error.code if error is not None else None
+            raise error_from_payload(code, error.message if error is not None else None)
+        elif kind == "error":
+            raise error_from_payload(event.code, event.message)
+
+    def _reasoning_delta(self, event: Any) -> ReasoningChunk:
+        index = getattr(event, "summary_index", 0)
+        previous = self._reasoning_seen.get(event.item_id)
+        self._reasoning_seen[event.item_id] = index
+        text = event.delta
+        if previous is not None and previous != index:
+            text = "\n\n" + text  # a new summary part
+        return ReasoningChunk(text, block=self._blocks.of(event.item_id))
+
+    def _added(self, item: Any) -> None:
+        if item.type == "function_call":
+            self._pending[item.id or item.call_id] = _Call(item.call_id, item.name)
+
+    def _done(self, item: Any) -> list[StreamChunk]:
+        if item.type == "function_call":
+            key = item.id or item.call_id
+            self._pending.pop(key, None)
+            return self._ready(key, item.call_id, item.name, item.arguments)
+        if item.type == "reasoning":
+            text = ""
+            if item.id not in self._reasoning_seen and item.summary:
+                text = "\n\n".join(s.text for s in item.summary)
+            chunk = ReasoningChunk(
+                text,
+                block=self._blocks.of(item.id),
+                provider_id=item.id,
+                encrypted_content=item.encrypted_content,
+            )
+            return [chunk]
+        return []
+
+    def _ready(
+        self, key: str, call_id: str | None, name: str, args: str
+    ) -> list[StreamChunk]:
+        self._emitted_calls = True
+        calls = self._calls.build(call_id, name, args)
+        numbers = [self._blocks.of(key)] + [self._blocks.fresh() for _ in calls[1:]]
+        return [ToolUseReady(c, block=n) for c, n in zip(calls, numbers, strict=True)]
+
+    def _stop_reason(self, response: Any) -> tuple[StopReason, str | None]:
+        status = response.status
+        if status == "incomplete":
+            details = response.incomplete_details
+            reason = details.reason if details is not None else None
+            return INCOMPLETE_REASONS.get(
+                reason or "", StopReason.UNKNOWN
+            ), reason or status
+        if status != "completed":
+            return StopReason.UNKNOWN, status
+        if self._refused:
+            return StopReason.REFUSAL, status
+        return (
+            StopReason.TOOL_USE if self._emitted_calls else StopReason.END_TURN
+        ), status
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage(requests=1)
+    details = usage.input_tokens_details
+    cached = (details.cached_tokens or 0) if details is not None else 0
+    written = (
+        (getattr(details, "cache_write_tokens", None) or 0)
+        if details is not None
+        else 0
+    )
+    return Usage(
+        max(usage.input_tokens - cached - written, 0),
+        usage.output_tokens,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        requests=1,
+    )

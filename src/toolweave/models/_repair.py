@@ -1,0 +1,117 @@
+"""Repairs what real providers send that they shouldn't, at the moment a tool call completes.
+
+- Empty or duplicate call ids (seen from OpenAI-compatible servers) get unique,
+  stable ids, so no call overwrites another and every result pairs with its call.
+- A hallucinated ``multi_tool_use.parallel`` wrapper call is unpacked into the
+  calls it names.
+- Arguments that are not a JSON object become a `ToolCall` with `raw_arguments`
+  set and an empty input; the lifecycle turns it into an error result for that
+  call. The stream never crashes on them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, final
+
+from ..messages import ToolCall
+
+__all__ = ["ToolCallBuilder", "dump_arguments", "parse_arguments"]
+
+_WRAPPER_NAME = "multi_tool_use.parallel"
+_WRAPPER_PREFIX = "functions."
+
+
+def parse_arguments(
+    arguments: str | Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], str | None]:
+    """``(input, raw_arguments)`` for a tool call's arguments.
+
+    An empty string means no arguments (``{}``). Anything that is not a JSON
+    object comes back as ``({}, the raw text)``.
+    """
+    if arguments is None:
+        return {}, None
+    if isinstance(arguments, Mapping):
+        return dict(arguments), None
+    if not arguments.strip():
+        return {}, None
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return {}, arguments
+    if isinstance(parsed, dict):
+        return parsed, None
+    return {}, arguments
+
+
+def dump_arguments(call: ToolCall) -> str:
+    """The call's arguments as JSON text for the wire (its raw text if it was not JSON)."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps(dict(call.input), ensure_ascii=False, separators=(",", ":"))
+
+
+@final
+class ToolCallBuilder:
+    """Builds the `ToolCall`s of one response, in order, with ids unique within it.
+
+    Ids are stable: the same stream always yields the same ids. A missing id
+    becomes ``call_<response id>_<position>``; a repeated one gets ``_2``,
+    ``_3`` … appended. Not thread-safe; one builder per stream.
+    """
+
+    def __init__(self, response_id: str | None = None) -> None:
+        self._seen: set[str] = set()
+        self._position = 0
+        self.response_id = response_id
+        """The provider's response id, used in generated call ids (set it when known)."""
+
+    def build(
+        self,
+        call_id: str | None,
+        name: str | None,
+        arguments: str | Mapping[str, Any] | None,
+    ) -> list[ToolCall]:
+        """The call(s) one completed tool-call block stands for (a wrapper gives several)."""
+        position = self._position
+        self._position += 1
+        unique_id = self._unique(call_id, position)
+        tool_input, raw = parse_arguments(arguments)
+        if name == _WRAPPER_NAME and raw is None:
+            unpacked = self._unpack(unique_id, tool_input)
+            if unpacked:
+                return unpacked
+        return [ToolCall(unique_id, name or "", tool_input, raw_arguments=raw)]
+
+    def _unique(self, call_id: str | None, position: int) -> str:
+        base = call_id or f"call_{self.response_id or 'tw'}_{position}"
+        candidate, suffix = base, 1
+        while candidate in self._seen:
+            suffix += 1
+            candidate = f"{base}_{suffix}"
+        self._seen.add(candidate)
+        return candidate
+
+    def _unpack(
+        self, wrapper_id: str, wrapper_input: Mapping[str, Any]
+    ) -> list[ToolCall]:
+        uses = wrapper_input.get("tool_uses")
+        if not isinstance(uses, list) or not all(_is_use(use) for use in uses):
+            return []
+        calls: list[ToolCall] = []
+        for index, use in enumerate(uses):
+            name = use["recipient_name"].removeprefix(_WRAPPER_PREFIX)
+            parameters = use.get("parameters", {})
+            if isinstance(parameters, Mapping):
+                tool_input, raw = dict(parameters), None
+            else:
+                tool_input, raw = {}, json.dumps(parameters)
+            call_id = self._unique(f"{wrapper_id}_{index}", index)
+            calls.append(ToolCall(call_id, name, tool_input, raw_arguments=raw))
+        return calls
+
+
+def _is_use(use: object) -> bool:
+    return isinstance(use, Mapping) and isinstance(use.get("recipient_name"), str)

@@ -1,0 +1,89 @@
+"""Tool-call repair: unique stable ids, wrapper unpacking, arguments that are not JSON."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from toolweave.messages import ToolCall
+from toolweave.models._repair import ToolCallBuilder, dump_arguments, parse_arguments
+
+ids = st.one_of(
+    st.none(),
+    st.just(""),
+    st.sampled_from(["call_0", "call_1", "call_0_2"]),
+    st.text(max_size=6),
+)
+
+
+@given(st.lists(ids, max_size=12), st.one_of(st.none(), st.text(max_size=8)))
+def test_ids_are_unique_and_stable(
+    raw_ids: list[str | None], response_id: str | None
+) -> None:
+    def build() -> list[str]:
+        builder = ToolCallBuilder(response_id)
+        return [builder.build(raw, "read", "{}")[0].id for raw in raw_ids]
+
+    first = build()
+    assert len(set(first)) == len(first)
+    assert all(first)
+    assert build() == first
+    for raw, made in zip(raw_ids, first, strict=True):
+        if raw:
+            assert made == raw or made.startswith(raw + "_")
+
+
+@given(st.text(max_size=30))
+def test_arguments_never_raise(text: str) -> None:
+    tool_input, raw = parse_arguments(text)
+    if raw is None:
+        assert isinstance(tool_input, dict)
+        if text.strip():
+            assert json.loads(text) == tool_input
+    else:
+        assert tool_input == {}
+        assert raw == text
+
+
+def test_argument_shapes() -> None:
+    assert parse_arguments(None) == ({}, None)
+    assert parse_arguments("") == ({}, None)
+    assert parse_arguments("  ") == ({}, None)
+    assert parse_arguments('{"a": 1}') == ({"a": 1}, None)
+    assert parse_arguments({"a": 1}) == ({"a": 1}, None)
+    assert parse_arguments("[1, 2]") == ({}, "[1, 2]")  # valid JSON, not an object
+    assert parse_arguments('{"a": ') == ({}, '{"a": ')
+
+
+def test_a_wrapper_is_unpacked_into_the_calls_it_names() -> None:
+    builder = ToolCallBuilder("r1")
+    wrapper = {
+        "tool_uses": [
+            {"recipient_name": "functions.read", "parameters": {"path": "a"}},
+            {"recipient_name": "grep", "parameters": "not an object"},
+        ]
+    }
+    calls = builder.build("w1", "multi_tool_use.parallel", json.dumps(wrapper))
+    assert calls == [
+        ToolCall("w1_0", "read", {"path": "a"}),
+        ToolCall("w1_1", "grep", {}, raw_arguments='"not an object"'),
+    ]
+
+
+def test_a_malformed_wrapper_stays_a_call_the_lifecycle_will_reject() -> None:
+    builder = ToolCallBuilder()
+    (call,) = builder.build(
+        "w1", "multi_tool_use.parallel", '{"tool_uses": [{"oops": 1}]}'
+    )
+    assert call == ToolCall(
+        "w1", "multi_tool_use.parallel", {"tool_uses": [{"oops": 1}]}
+    )
+    (broken,) = builder.build("w2", "multi_tool_use.parallel", "{not json")
+    assert broken.raw_arguments == "{not json"
+
+
+def test_dump_arguments_round_trips_and_keeps_raw_text() -> None:
+    assert dump_arguments(ToolCall("c", "t", {"a": "é"})) == '{"a":"é"}'
+    assert dump_arguments(ToolCall("c", "t", {}, raw_arguments="{bad")) == "{bad"
