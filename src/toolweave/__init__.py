@@ -3,6 +3,9 @@
 The public API is what this module re-exports; everything else is private.
 """
 
+from . import events as events
+from . import execution as execution
+from . import loop as loop
 from . import models as models
 from . import scheduling as scheduling
 from . import tools as tools
@@ -32,6 +35,11 @@ from ._exceptions import UnknownToolError as UnknownToolError
 from ._exceptions import UsageError as UsageError
 from ._exceptions import WorkspaceEscapeError as WorkspaceEscapeError
 from .events import CompletionReason as CompletionReason
+from .loop import Agent as Agent
+from .loop import AgentConfig as AgentConfig
+from .loop import AgentRun as AgentRun
+from .loop import RunResult as RunResult
+from .loop import subagent as subagent
 from .messages import Image as Image
 from .messages import Message as Message
 from .messages import ModelResponse as ModelResponse
@@ -56,6 +64,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Access",
+    "Agent",
+    "AgentConfig",
+    "AgentRun",
     "AuthenticationError",
     "BadRequestError",
     "CompletionReason",
@@ -79,6 +90,7 @@ __all__ = [
     "PermissionDeniedError",
     "PromptTooLongError",
     "RateLimitedError",
+    "RunResult",
     "StopReason",
     "StopRun",
     "StoreError",
@@ -99,6 +111,9 @@ __all__ = [
     "Usage",
     "UsageError",
     "WorkspaceEscapeError",
+    "events",
+    "execution",
+    "loop",
     "models",
     "scheduling",
     "tool",
