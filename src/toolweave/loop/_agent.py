@@ -1,0 +1,196 @@
+"""Agent: a model, tools and a config; every run goes through the one loop."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import final
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .._exceptions import UsageError
+from ..events import Event
+from ..messages import Message
+from ..models import Model, RetryingModel, ToolDefinition, resolve_model
+from ..scheduling import Dispatcher
+from ..tools import SessionState, Tool, ToolRegistry
+from ._config import AgentConfig
+from ._cost import PriceTable
+from ._loop import RunLoop
+from ._result import RunResult
+from ._run import AgentRun
+from ._setup import RunSetup
+from ._transcript import transcript_problems
+
+__all__ = ["Agent"]
+
+
+def _emitter(send: MemoryObjectSendStream[Event]) -> Callable[[Event], None]:
+    def emit(event: Event) -> None:
+        try:  # noqa: SIM105 - the hot path; suppress() costs a context manager per event
+            send.send_nowait(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # nobody listens any more; the run still ends cleanly
+
+    return emit
+
+
+@final
+class Agent:
+    """A model with tools, run as a ReAct loop.
+
+    `run_stream` yields the events of a run; `run` and `run_sync` drain the
+    same events and return the `RunResult`; `open_run` gives a handle for
+    interrupts and steering. All of them drive the one loop (`RunLoop`). An
+    Agent may run many times, even concurrently; the session state (read
+    ledger, tool values) is shared by its runs.
+
+    Args:
+        model: A Model, or ``"anthropic:<name>"`` / ``"openai:<name>"``.
+        tools: Tools, or a ToolRegistry.
+        system: The system prompt.
+        config: Budgets, guards, hooks, context, cost, tracing.
+        name: The agent's name (in traces).
+        state: Session state shared with other agents; None = a new one.
+    """
+
+    def __init__(
+        self,
+        model: Model | str,
+        tools: Iterable[Tool] | ToolRegistry = (),
+        *,
+        system: str | None = None,
+        config: AgentConfig | None = None,
+        name: str = "agent",
+        state: SessionState | None = None,
+    ) -> None:
+        self.config = config or AgentConfig()
+        """The configuration."""
+        self.model = resolve_model(model)
+        """The model."""
+
+        self.registry = (
+            tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        )
+        """The tools."""
+        self.system = system
+        """The system prompt."""
+        self.name = name
+        """The agent's name."""
+        self.state = state or SessionState(workspace=self.config.workspace)
+        """Session state shared by this agent's runs."""
+        compaction = self.config.compaction_model
+        self._fallbacks = tuple(resolve_model(m) for m in self.config.fallback_models)
+        summariser = self.model if compaction is None else resolve_model(compaction)
+        self._compaction_model = RetryingModel(summariser, policy=self.config.retry)
+        specs = (model, *self.config.fallback_models, compaction)
+        resolved = (self.model, *self._fallbacks, summariser)
+        self._owned = [
+            m for spec, m in zip(specs, resolved, strict=True) if isinstance(spec, str)
+        ]
+        self._prices = self.config.prices or PriceTable()
+
+    async def aclose(self) -> None:
+        """Close the models this agent created from spec strings (their HTTP clients).
+
+        Models passed in as objects are the caller's to close. Idempotent.
+        """
+        owned, self._owned = self._owned, []
+        for model in owned:
+            await model.aclose()
+
+    def _setup(self) -> RunSetup:
+        tool_defs = tuple(
+            ToolDefinition(t.name, t.description, t.input_schema())
+            for t in self.registry.visible()
+        )
+        return RunSetup(
+            name=self.name,
+            model=self.model,
+            compaction_model=self._compaction_model,
+            fallbacks=self._fallbacks,
+            registry=self.registry,
+            tool_defs=tool_defs,
+            system=self.system,
+            config=self.config,
+            prices=self._prices,
+            state=self.state,
+        )
+
+    @asynccontextmanager
+    async def open_run(
+        self, prompt: str, *, history: Sequence[Message] = ()
+    ) -> AsyncIterator[AgentRun]:
+        """Start a run and yield its handle; the block waits for the run to end.
+
+        Leaving the block before the run ended interrupts it (gracefully, see
+        `AgentRun.interrupt`) and waits; an exception in the block cancels it.
+
+        Args:
+            prompt: The user's message.
+            history: Earlier messages to continue from (a resumed session).
+
+        Raises:
+            UsageError: if `history` is not a valid transcript.
+        """
+        problems = transcript_problems(history)
+        if problems:
+            raise UsageError(
+                "history is not a valid transcript: " + "; ".join(problems)
+            )
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        dispatcher = self.config.dispatcher or Dispatcher(self.config.concurrency)
+        owned = self.config.dispatcher is None
+        loop = RunLoop(
+            self._setup(),
+            prompt=prompt,
+            history=history,
+            emit=_emitter(send),
+            dispatcher=dispatcher,
+            run_id=uuid.uuid4().hex,
+        )
+        run = AgentRun(loop, receive)
+        with receive:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run._drive, send, dispatcher if owned else None)
+                try:
+                    yield run
+                except BaseException:
+                    tg.cancel_scope.cancel()
+                    raise
+                if not run.done:
+                    run.interrupt()
+
+    async def run_stream(
+        self, prompt: str, *, history: Sequence[Message] = ()
+    ) -> AsyncIterator[Event]:
+        """Yield every event of a run, ending with `RunFinished`.
+
+        Iterate it to the end, or close it (``contextlib.aclosing``) when you stop
+        early: closing interrupts the run and waits for it to end cleanly.
+        """
+        async with self.open_run(prompt, history=history) as run:
+            async for event in run.events():
+                yield event
+
+    async def run(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
+        """Run to the end and return the result (drains the run's events).
+
+        The events are buffered while the run goes and drained once it ended,
+        so no consumer task has to wake for each of them.
+        """
+        async with self.open_run(prompt, history=history) as run:
+            result = await run.wait()
+            async for _ in run.events():
+                pass
+        return result
+
+    def run_sync(
+        self, prompt: str, *, history: Sequence[Message] = (), backend: str = "asyncio"
+    ) -> RunResult:
+        """`run` from synchronous code, in a new event loop (`anyio.run`)."""
+        return anyio.run(partial(self.run, prompt, history=history), backend=backend)

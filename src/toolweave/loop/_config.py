@@ -1,0 +1,121 @@
+"""AgentConfig: every knob of a run, each with a safe default (seed 002 §12)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._exceptions import ConfigError
+from ..execution import ExecutionConfig, PermissionMode
+from ..scheduling import ConcurrencyConfig
+from ._context import ContextProvider
+from ._cost import PriceTable
+from ._tracing import TracePolicy
+
+if TYPE_CHECKING:
+    from ..execution import AskHandler, Hooks, PermissionRules
+    from ..models import Model, RetryPolicy
+    from ..scheduling import Dispatcher
+
+__all__ = ["AgentConfig"]
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and not (value > 0 and not math.isnan(value)):
+        raise ConfigError(f"{name} must be positive or None, got {value}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConfig:
+    """How an Agent runs: budgets, guards, context, cost, tools and tracing.
+
+    Every field has a safe default; an unset budget is unlimited. Budgets are
+    hard stops checked before each model call (tokens, cost) or enforced while
+    it runs (wall clock); they win over the soft compaction threshold.
+
+    Raises:
+        ConfigError: if a value is out of range.
+    """
+
+    max_iterations: int = 50
+    """Model calls a run may make; reaching it ends the run as MAX_ITERATIONS."""
+    concurrency: ConcurrencyConfig = field(default_factory=ConcurrencyConfig)
+    """How tool calls overlap (policy, caps, streaming overlap)."""
+    max_cost_usd: float | None = None
+    """USD the run may spend (priced by `prices`); ends as COST_BUDGET_EXCEEDED."""
+    max_total_tokens: int | None = None
+    """Tokens (input, cached, output) the run may use; ends as BUDGET_EXCEEDED."""
+    max_wall_clock: float | None = None
+    """Seconds the run may last; when spent mid-call the call is interrupted (BUDGET_EXCEEDED)."""
+    max_output_tokens: int = 4_096
+    """Cap on the tokens of one model response (the request's ``max_tokens``)."""
+    temperature: float | None = None
+    """Sampling temperature; None = the provider's default."""
+    parallel_tool_calls: bool = True
+    """Tell the model it may return several tool calls at once (request side only)."""
+    compaction_threshold: float | None = 0.8
+    """Share of the model's context window at which the conversation is compacted.
+
+    None turns auto-compaction off (prompt-too-long recovery still compacts).
+    Needs the model's `context_window`; without one it never triggers.
+    """
+    compaction_keep_recent: int = 6
+    """Messages kept verbatim at the end when compacting."""
+    compaction_max_failures: int = 3
+    """Consecutive auto-compaction failures that open the circuit breaker for the run."""
+    compaction_model: Model | str | None = None
+    """The model that writes summaries; None = the agent's model."""
+    stall_limit: int = 3
+    """Consecutive iterations whose every tool result is an error that end the run (ERROR)."""
+    repeat_failure_limit: int | None = 3
+    """Identical failures of one tool with the same arguments before it is refused; None = off."""
+    hooks: Hooks | None = None
+    """PreToolUse / PostToolUse / Stop hooks."""
+    permissions: PermissionRules | None = None
+    """Allow / ask / deny rules."""
+    permission_mode: PermissionMode = PermissionMode.DEFAULT
+    """The permission mode."""
+    ask: AskHandler | None = None
+    """Async handler for permission asks; None = ask means deny."""
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    """Timeouts and result budgets of each call."""
+    context_providers: Sequence[ContextProvider] = ()
+    """Context providers run at the start of each run (see `ContextAssembler`)."""
+    prices: PriceTable | None = None
+    """The price table; None = the built-in table."""
+    tracing: TracePolicy = field(default_factory=TracePolicy)
+    """OpenTelemetry tracing policy."""
+    workspace: Path | None = None
+    """Root for file tools, tool-results persistence and context providers."""
+    dispatcher: Dispatcher | None = None
+    """A Dispatcher shared with other agents (the host cap); None = one per run."""
+    retry: RetryPolicy | None = None
+    """Backoff, Retry-After clamp and fallback threshold of model calls; None = defaults."""
+    fallback_models: Sequence[Model | str] = ()
+    """Models to switch to when the agent's model keeps failing (seed 002 §10)."""
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 1:
+            raise ConfigError(f"max_iterations must be >= 1, got {self.max_iterations}")
+        for name in ("max_cost_usd", "max_wall_clock"):
+            _positive(name, getattr(self, name))
+        if self.max_total_tokens is not None and self.max_total_tokens < 1:
+            raise ConfigError("max_total_tokens must be >= 1 or None")
+        if self.max_output_tokens < 1:
+            raise ConfigError("max_output_tokens must be >= 1")
+        threshold = self.compaction_threshold
+        if threshold is not None and not 0 < threshold <= 1:
+            raise ConfigError(
+                f"compaction_threshold must lie in (0, 1], got {threshold}"
+            )
+        if self.compaction_keep_recent < 2 or self.compaction_max_failures < 1:
+            raise ConfigError(
+                "compaction_keep_recent must be >= 2 and max_failures >= 1"
+            )
+        if self.stall_limit < 1:
+            raise ConfigError("stall_limit must be >= 1")
+        if self.repeat_failure_limit is not None and self.repeat_failure_limit < 1:
+            raise ConfigError("repeat_failure_limit must be >= 1 or None")

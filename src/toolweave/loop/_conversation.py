@@ -1,0 +1,87 @@
+"""The run's transcript, with an O(1) estimate of its size in tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import final
+
+from ..messages import Message, ModelResponse
+from ._transcript import block_chars, message_chars
+
+__all__ = ["Conversation"]
+
+_CHARS_PER_TOKEN = 4
+
+
+@final
+class Conversation:
+    """The messages of a run, appended to as it goes.
+
+    Knows roughly how many tokens the next request will hold: the size the
+    provider reported for the last response (input, cached and output tokens)
+    plus an estimate (characters / 4) of what was appended since. Every update
+    is O(size of the change), so long runs do not slow down.
+    """
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._messages: list[Message] = []
+        self._chars = 0
+        self._reported = 0
+        self._chars_since_report = 0
+        self.extend(messages)
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The transcript (a live view: do not mutate)."""
+        return self._messages
+
+    def snapshot(self) -> tuple[Message, ...]:
+        """An immutable copy of the transcript."""
+        return tuple(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def append(self, message: Message) -> None:
+        """Add one message."""
+        size = message_chars(message)
+        self._messages.append(message)
+        self._chars += size
+        self._chars_since_report += size
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Add messages in order."""
+        for message in messages:
+            self.append(message)
+
+    def replace(self, messages: Sequence[Message]) -> None:
+        """Swap the whole transcript (after compaction); the size is estimated anew."""
+        self._messages = []
+        self._chars = 0
+        self._reported = 0
+        self._chars_since_report = 0
+        self.extend(messages)
+
+    def note_response(self, response: ModelResponse) -> None:
+        """Remember the context size the provider reported for `response`.
+
+        Call it before the response's message is appended: the report already
+        counts the response's output, so that message is not counted twice.
+        """
+        reported = response.usage.total_tokens
+        if reported > 0:
+            self._reported = reported
+            self._chars_since_report = -sum(map(block_chars, response.content))
+
+    def context_tokens(self) -> int:
+        """Estimated tokens of the next request's messages."""
+        if self._reported:
+            return self._reported + self._chars_since_report // _CHARS_PER_TOKEN
+        return self._chars // _CHARS_PER_TOKEN
+
+    def last_assistant_text(self) -> str:
+        """The text of the latest assistant message ('' if none)."""
+        for message in reversed(self._messages):
+            if message.role == "assistant":
+                return message.text
+        return ""

@@ -1,0 +1,132 @@
+"""How a run ends: final answers, stop hooks (seed 003 §4.7), and the result (seed 002 §8.1)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, final
+
+from ..events import CompletionReason
+from ..events import Warning as WarningEvent
+from ..execution import StopInput
+from ..messages import Message, ModelResponse
+from ._cost import enclosing_costs
+from ._result import RunResult, finished_event
+from ._steps import BeginIteration, Finish, Step, TransitionReason
+
+if TYPE_CHECKING:
+    from ._cost import CostTracker
+    from ._loop import RunLoop
+
+__all__ = ["Endings"]
+
+_NOTIFY_STOP_HOOKS = frozenset(
+    {
+        CompletionReason.MAX_ITERATIONS,
+        CompletionReason.BUDGET_EXCEEDED,
+        CompletionReason.COST_BUDGET_EXCEEDED,
+    }
+)
+
+
+@final
+class Endings:
+    """Decides what a final answer means and builds the RunResult. Loop task only."""
+
+    def __init__(self, loop: RunLoop) -> None:
+        self._loop = loop
+        self._stop_hook_active = False
+        self._parent_costs: CostTracker | None = None
+
+    def bind_costs(self) -> None:
+        """Make this run's costs the enclosing ones for its tools (call from the run's task).
+
+        A sub-agent's run, started by a tool of this run, adds its costs here.
+        """
+        self._parent_costs = enclosing_costs.get()
+        enclosing_costs.set(self._loop.costs)
+
+    async def after_final_answer(self, response: ModelResponse) -> Step:
+        """A response without tool calls: inject queued input, ask stop hooks, or complete.
+
+        A checkpoint only if a stop hook awaits.
+        """
+        loop = self._loop
+        queued = loop.control.take_queue()
+        if queued:
+            loop.conversation.append(Message("user", tuple(queued)))
+            return BeginIteration(TransitionReason.QUEUED_INPUT)
+        hooks = loop.cfg.hooks
+        if hooks is not None:
+            decision = await hooks.run_stop_hooks(
+                StopInput(output=response.text, stop_hook_active=self._stop_hook_active)
+            )
+            if decision is not None:
+                self._stop_hook_active = True
+                loop.conversation.append(
+                    Message(
+                        "user", f"A stop hook asked you to continue:\n{decision.reason}"
+                    )
+                )
+                return BeginIteration(
+                    TransitionReason.STOP_HOOK_BLOCKED, note=decision.reason
+                )
+        return Finish(CompletionReason.COMPLETED, output=response.text)
+
+    async def _notify_stop_hooks(self, step: Finish, output: str) -> None:
+        """Budget and iteration stops run the stop hooks too; they cannot extend the run."""
+        hooks = self._loop.cfg.hooks
+        if hooks is None or step.reason not in _NOTIFY_STOP_HOOKS:
+            return
+        decision = await hooks.run_stop_hooks(
+            StopInput(output=output, stop_hook_active=True)
+        )
+        if decision is not None:
+            self._loop.emit(
+                WarningEvent(
+                    f"a stop hook asked to continue, but the run ended as {step.reason.value}:"
+                    f" {decision.reason}"
+                )
+            )
+
+    async def finish(self, step: Finish) -> RunResult:
+        """Run the stop hooks a budget stop owes, then report the result. Never raises."""
+        loop = self._loop
+        output = (
+            step.output
+            if step.output is not None
+            else loop.conversation.last_assistant_text()
+        )
+        try:
+            await self._notify_stop_hooks(step, output)
+        except Exception as exc:
+            loop.emit(WarningEvent(f"stop hooks failed: {exc!r}"))
+        costs = loop.costs
+        result = RunResult(
+            output,
+            step.reason,
+            messages=loop.conversation.snapshot(),
+            usage=costs.usage,
+            model_usage=costs.by_model,
+            cost=costs.cost,
+            iterations=loop.iteration,
+            detail=step.detail,
+            run_id=loop.run_id,
+        )
+        if self._parent_costs is not None:
+            self._parent_costs.merge(costs)
+        self._end_span(result)
+        loop.result = result
+        loop.emit(finished_event(result))
+        return result
+
+    def _end_span(self, result: RunResult) -> None:
+        span = self._loop.run_span
+        span.set("toolweave.completion_reason", result.completion_reason.value)
+        span.set("toolweave.iterations", result.iterations)
+        span.set("gen_ai.usage.input_tokens", result.usage.input_tokens)
+        span.set("gen_ai.usage.output_tokens", result.usage.output_tokens)
+        span.set("toolweave.cost_usd", result.cost)
+        if self._loop.tracer.captures_payloads:
+            span.set("gen_ai.output.messages", result.output)
+        if result.completion_reason is CompletionReason.ERROR:
+            span.fail("run_error", result.detail[:200])
+        span.end()

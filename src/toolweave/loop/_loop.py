@@ -1,0 +1,383 @@
+"""The ReAct loop: one driver, one small function per step, typed transitions between them.
+
+The driver (`RunLoop.drive`) only moves from state to state; every decision
+lives in a step function that returns the next state (`_steps`). A step that
+raises ends the run as ERROR with a valid transcript: an assistant message and
+the results that answer it are appended together, after the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, assert_never, final
+
+import anyio
+
+from .._exceptions import ModelError, PromptTooLongError
+from ..events import (
+    CompletionReason,
+    Event,
+    IterationStarted,
+    LoopTransition,
+    RunStarted,
+)
+from ..events import Warning as WarningEvent
+from ..messages import Message, StopReason, Text, Usage
+from ..models import ModelRequest
+from ._budget import BudgetDecision
+from ._clock import fast_clock
+from ._context import ContextAssembler, ContextRequest
+from ._control import RunControl
+from ._conversation import Conversation
+from ._cost import CostTracker
+from ._eager import EagerBatch, Spawn
+from ._endings import Endings
+from ._guards import RepeatFailureWatcher, StalledIterationGuard
+from ._model_call import ModelCaller
+from ._setup import RunSetup
+from ._shrink import Shrinker
+from ._soon import Schedule, soon_scheduler
+from ._steps import (
+    AfterTools,
+    BeginIteration,
+    CallModel,
+    Finish,
+    HandleResponse,
+    RunTools,
+    Step,
+    TransitionReason,
+)
+from ._tool_batch import ToolBatcher
+from ._tracing import NULL_SPAN, Span, make_tracer
+from ._transcript import TRUNCATION_MARKER
+
+if TYPE_CHECKING:
+    from ..scheduling import Dispatcher
+    from ._result import RunResult
+
+__all__ = ["RunLoop"]
+
+logger = logging.getLogger("toolweave.loop")
+
+
+@final
+class RunLoop:
+    """One run of an agent: the driver and its steps.
+
+    Lives in one task (its own, started by `Agent.open_run`); `control` may be
+    used from any task of the same event loop.
+    """
+
+    def __init__(
+        self,
+        setup: RunSetup,
+        *,
+        prompt: str,
+        history: Sequence[Message],
+        emit: Callable[[Event], None],
+        dispatcher: Dispatcher,
+        run_id: str,
+    ) -> None:
+        cfg = setup.config
+        self.setup, self.cfg, self.prompt, self.run_id = setup, cfg, prompt, run_id
+        self.emit = emit
+        self.clock = fast_clock()
+        self.control = RunControl()
+        self.conversation = Conversation(history)
+        self.system = setup.system
+        self.iteration = 0
+        self.tracer = make_tracer(cfg.tracing)
+        self.run_span: Span = NULL_SPAN
+        self.iteration_span: Span = NULL_SPAN
+        self.costs = CostTracker(setup.prices)
+        self.budget = setup.budget()
+        self.stall = StalledIterationGuard(cfg.stall_limit)
+        self.runner = setup.runner(emit)
+        limit = cfg.repeat_failure_limit
+        self.batcher = ToolBatcher(
+            dispatcher=dispatcher,
+            registry=setup.registry,
+            runner=self.runner,
+            halt=self.control.halt,
+            emit=emit,
+            tracer=self.tracer,
+            watcher=RepeatFailureWatcher(limit) if limit else None,
+            clock=self.clock,
+            overlap=cfg.concurrency.enabled and cfg.concurrency.streaming_overlap,
+        )
+        self.caller = ModelCaller(
+            setup.model,
+            fallbacks=setup.fallbacks,
+            policy=cfg.retry,
+            emit=emit,
+            tracer=self.tracer,
+            control=self.control,
+            clock=self.clock,
+        )
+        self.shrinker = Shrinker(self)
+        self.endings = Endings(self)
+        self._stack = AsyncExitStack()
+        self.eager: EagerBatch | None = None
+        self.result: RunResult | None = None
+        """Set once the run ended (just before RunFinished is emitted)."""
+        self._spawn: Spawn | None = None
+        self._schedule: Schedule | None = None
+        self._metadata = {"run_id": run_id}
+
+    # -- the driver -------------------------------------------------------------------
+
+    async def drive(self) -> RunResult:
+        """Run to the end and return the result. Never raises for the model's or a tool's fault."""
+        self.endings.bind_costs()
+        self._schedule = soon_scheduler()
+        async with anyio.create_task_group() as tg:  # helpers of early tool starts
+
+            def spawn(job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+                tg.start_soon(job)
+
+            self._spawn = spawn
+            try:
+                step = await self._start()
+            except Exception as exc:
+                step = self._crashed(exc)
+            while not isinstance(step, Finish):
+                async with AsyncExitStack() as self._stack:  # one iteration's resources
+                    step = await self._iterate(step)
+                self.iteration_span.end()
+        assert isinstance(step, Finish)
+        return await self.endings.finish(step)
+
+    async def _iterate(self, step: Step) -> Step:
+        """Advance until the loop comes back to its head or ends."""
+        while True:
+            try:
+                step = await self._advance(step)
+            except Exception as exc:
+                return self._crashed(exc)
+            if isinstance(step, BeginIteration | Finish):
+                return step
+
+    def _crashed(self, exc: Exception) -> Finish:
+        logger.exception("agent run %s failed", self.run_id, exc_info=exc)
+        return Finish(
+            CompletionReason.ERROR,
+            detail=f"internal error: {type(exc).__name__}: {exc}",
+        )
+
+    async def _advance(self, step: Step) -> Step:
+        match step:
+            case BeginIteration():
+                return await self._begin_iteration(step)
+            case CallModel():
+                return await self._call_model(step)
+            case HandleResponse():
+                return await self._handle_response(step)
+            case RunTools():
+                return await self._run_tools(step)
+            case AfterTools():
+                return self._after_tools(step)
+            case Finish():
+                return step
+            case _:
+                assert_never(step)
+
+    # -- steps -----------------------------------------------------------------------------
+
+    async def _start(self) -> Step:
+        setup = self.setup
+        self.run_span = self.tracer.start(
+            f"invoke_agent {setup.name}",
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": setup.name,
+                "gen_ai.conversation.id": self.run_id,
+                "gen_ai.request.model": setup.model.name,
+            },
+        )
+        self.emit(RunStarted(self.run_id, self.prompt))
+        assembled = await ContextAssembler(self.cfg.context_providers).assemble(
+            ContextRequest(workspace=self.cfg.workspace, prompt=self.prompt)
+        )
+        for line in assembled.skipped:
+            self.emit(WarningEvent(line))
+        if assembled.system:
+            self.system = (
+                f"{self.system}\n\n{assembled.system}"
+                if self.system
+                else assembled.system
+            )
+        if assembled.reminder:
+            self.conversation.append(
+                Message("user", (Text(assembled.reminder), Text(self.prompt)))
+            )
+        else:
+            self.conversation.append(Message("user", self.prompt))
+        return BeginIteration()
+
+    async def _begin_iteration(self, step: BeginIteration) -> Step:
+        if self.control.halted:
+            return self.control.finish()
+        verdict = self.budget.check(
+            now=anyio.current_time() if self.budget.deadline is not None else 0.0,
+            total_tokens=self.costs.total_tokens,
+            cost=self.costs.cost,
+            context_tokens=self.conversation.context_tokens(),
+        )
+        if verdict.decision is BudgetDecision.STOP:
+            assert verdict.reason is not None
+            return Finish(verdict.reason, detail=verdict.detail)
+        if self.iteration >= self.cfg.max_iterations:
+            return Finish(
+                CompletionReason.MAX_ITERATIONS,
+                detail=f"reached max_iterations={self.cfg.max_iterations}"
+                " without a final answer",
+            )
+        reason, note = step.reason, step.note
+        boundary = None
+        if verdict.decision is BudgetDecision.SHOULD_COMPACT:
+            boundary = await self.shrinker.auto_compact()
+            if boundary is not None:
+                # seed 002 §8: BUDGET_COMPACT wins; the other reason becomes the note
+                note = reason.value if reason is not None else ""
+                reason = TransitionReason.BUDGET_COMPACT
+        self._open_iteration(reason, note)
+        if boundary is not None:
+            self.emit(boundary)  # seed 002 §9: right before IterationStarted
+        self.emit(IterationStarted(self.iteration, at=self.clock()))
+        return CallModel()
+
+    def _open_iteration(self, reason: TransitionReason | None, note: str) -> None:
+        self.iteration += 1
+        self.batcher.iteration = self.iteration
+        if reason is not None:
+            self.emit(LoopTransition(reason.value, detail=note, at=self.clock()))
+        if not self.tracer.enabled:
+            return
+        span = self.tracer.start(
+            f"iteration {self.iteration}",
+            parent=self.run_span,
+            attributes={"toolweave.iteration": self.iteration},
+        )
+        if reason is not None:
+            span.set("toolweave.loop.transition", reason.value)
+            span.set("toolweave.loop.transition.note", note or None)
+        self.iteration_span = span
+        self.batcher.parent_span = span
+
+    def request(self) -> ModelRequest:
+        """The request for the next model call."""
+        cfg = self.cfg
+        return ModelRequest(
+            self.conversation.snapshot(),
+            system=self.system,
+            tools=self.setup.tool_defs,
+            parallel_tool_calls=cfg.parallel_tool_calls,
+            max_tokens=cfg.max_output_tokens,
+            temperature=cfg.temperature,
+            metadata=self._metadata,
+        )
+
+    def _eager_batch(self) -> EagerBatch | None:
+        if not self.batcher.overlap:
+            return None
+        assert self._spawn is not None
+        assert self._schedule is not None
+        eager = self.batcher.eager_batch(self._spawn, self._schedule)
+        self._stack.push_async_callback(eager.close)
+        return eager
+
+    async def _call_model(self, step: CallModel) -> Step:
+        self.eager = self._eager_batch()
+        try:
+            response = await self.caller.call(
+                self.request(),
+                iteration=self.iteration,
+                parent=self.iteration_span,
+                eager=self.eager,
+            )
+        except PromptTooLongError as exc:
+            if step.shrunk_for_length:
+                return Finish(
+                    CompletionReason.ERROR,
+                    detail=f"the prompt is too long even after shrinking it: {exc}",
+                )
+            return await self.shrinker.recover_prompt_too_long(exc)
+        except ModelError as exc:
+            return Finish(
+                CompletionReason.ERROR,
+                detail=f"the model call failed: {type(exc).__name__}: {exc}",
+            )
+        if response is None or self.control.halted:
+            return self.control.finish()
+        self.account(response.model or self.setup.model.name, response.usage)
+        self.conversation.note_response(response)
+        return HandleResponse(response)
+
+    def account(self, model: str, usage: Usage) -> None:
+        """Count tokens and cost against `model`; warn once per unpriced model."""
+        warning = self.costs.add(model, usage)
+        if warning is not None:
+            self.emit(WarningEvent(warning))
+
+    async def _handle_response(self, step: HandleResponse) -> Step:
+        response = step.response
+        calls = response.tool_calls
+        truncated = response.stop_reason is StopReason.MAX_TOKENS
+        if calls and not truncated:
+            return RunTools(response)
+        if self.eager is not None:
+            self.eager.restart()  # seed 002 §2.2: a truncated attempt runs nothing
+        if calls:
+            return AfterTools(
+                response, self.batcher.refuse_truncated(calls), truncated=True
+            )
+        self.stall.reset()
+        if response.content:
+            self.conversation.append(response.to_message())
+        if truncated:
+            return Finish(
+                CompletionReason.TRUNCATED,
+                output=f"{response.text}\n\n{TRUNCATION_MARKER}",
+                detail="the final answer was cut at max_tokens",
+            )
+        return await self.endings.after_final_answer(response)
+
+    async def _run_tools(self, step: RunTools) -> Step:
+        stream = await self.eager.settle() if self.eager is not None else None
+        results = await self.batcher.run(step.response.tool_calls, stream)
+        return AfterTools(step.response, results)
+
+    def _after_tools(self, step: AfterTools) -> Step:
+        halted = self.control.halted
+        signals = self.runner.take_signals()
+        extras: list[Text] = []
+        if signals.additional_context:
+            context = "\n".join(signals.additional_context)
+            extras.append(Text(f"<system-reminder>\n{context}\n</system-reminder>"))
+        ending: Finish | None = None
+        if halted:
+            ending = self.control.finish()
+        elif signals.stop:
+            ending = Finish(
+                CompletionReason.HOOK_STOPPED,
+                detail=signals.reason or "a hook stopped the run",
+            )
+        else:
+            stalled = self.stall.record(step.results, truncated=step.truncated)
+            if stalled is not None:
+                ending = Finish(CompletionReason.ERROR, detail=stalled)
+        queued = self.control.take_queue() if ending is None else []
+        self.conversation.append(step.response.to_message())
+        self.conversation.append(Message("user", (*step.results, *extras, *queued)))
+        if ending is not None:
+            return ending
+        if step.truncated:
+            return BeginIteration(
+                TransitionReason.MAX_TOKENS_REFUSED,
+                note="queued input" if queued else "",
+            )
+        if queued:
+            return BeginIteration(TransitionReason.QUEUED_INPUT)
+        return BeginIteration(TransitionReason.NEXT_ITERATION)

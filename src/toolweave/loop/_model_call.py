@@ -1,0 +1,191 @@
+"""One model call: stream it, report deltas, offer tool calls for an early start.
+
+With streaming overlap, each complete tool call is offered to the iteration's
+`EagerBatch` the moment its TOOL_USE_READY chunk arrives; it decides when the
+Dispatcher's streaming batch opens (see `_eager`). When the gateway
+(`RetryingModel`) restarts a stream that died mid-way, the dead attempt's early
+calls are discarded — nothing of them is ever harvested (seed 002 §11.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, final
+
+import anyio
+
+from ..events import (
+    Event,
+    ModelCallFinished,
+    ModelCallStarted,
+    ReasoningDelta,
+    TextDelta,
+)
+from ..messages import ModelResponse
+from ..models import (
+    ChunkAggregator,
+    Model,
+    ModelRequest,
+    ReasoningChunk,
+    RetryInfo,
+    RetryingModel,
+    RetryPolicy,
+    StreamChunk,
+    StreamRestart,
+    TextChunk,
+    ToolUseReady,
+)
+from ._tracing import NULL_SPAN, Span, Tracer
+
+if TYPE_CHECKING:
+    from ._control import RunControl
+    from ._eager import EagerBatch
+
+__all__ = ["ModelCaller"]
+
+
+@final
+class ModelCaller:
+    """Streams one response at a time and reports it as events and a span.
+
+    Used from the loop's task only.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        fallbacks: Sequence[Model] = (),
+        policy: RetryPolicy | None = None,
+        emit: Callable[[Event], None],
+        tracer: Tracer,
+        control: RunControl,
+        clock: Callable[[], float],
+    ) -> None:
+        self.model: Model = (
+            model
+            if isinstance(model, RetryingModel)
+            else RetryingModel(
+                model, fallbacks=fallbacks, policy=policy, on_retry=self._on_retry
+            )
+        )
+        """The model behind the retry gateway (a RetryingModel given by the user is kept)."""
+        self._emit = emit
+        self._tracer = tracer
+        self._control = control
+        self._clock = clock
+
+    def _on_retry(self, info: RetryInfo) -> None:
+        self._emit(info.to_event())
+
+    async def call(
+        self,
+        request: ModelRequest,
+        *,
+        iteration: int,
+        parent: Span,
+        eager: EagerBatch | None,
+    ) -> ModelResponse | None:
+        """Stream the response to `request`; None if the run was halted meanwhile.
+
+        A checkpoint; the run's halt signal cancels it. Complete tool calls are
+        offered to `eager` (None = no streaming overlap).
+
+        Raises:
+            ModelError: when the gateway gave up.
+        """
+        span = self._start_span(request, parent)
+        self._emit(ModelCallStarted(iteration, self.model.name, at=self._clock()))
+        try:
+            response = await self._consume(request, eager)
+        except BaseException as exc:
+            span.fail(type(exc).__name__, str(exc)[:200])
+            span.end()
+            raise
+        if response is None:
+            span.fail("interrupted", "the run was halted during the model call")
+            span.end()
+            return None
+        self._finish_span(span, response)
+        self._emit(ModelCallFinished(iteration, response, at=self._clock()))
+        return response
+
+    async def _consume(
+        self, request: ModelRequest, eager: EagerBatch | None
+    ) -> ModelResponse | None:
+        aggregator = ChunkAggregator()
+        chunks = self.model.stream(request)
+        exhausted = False
+        try:
+            with self._control.halt_scope() as scope:
+                await self._pump(chunks, aggregator, eager)
+                exhausted = True
+            if scope.cancelled_caught:
+                return None
+            return aggregator.response()
+        finally:
+            if not exhausted:  # an exhausted generator has nothing to release
+                await _close(chunks)
+
+    async def _pump(
+        self,
+        chunks: AsyncIterator[StreamChunk],
+        aggregator: ChunkAggregator,
+        eager: EagerBatch | None,
+    ) -> None:
+        async for chunk in chunks:
+            aggregator.add(chunk)  # resets itself on StreamRestart
+            if isinstance(chunk, ToolUseReady):
+                if eager is not None:
+                    eager.offer(chunk.call)
+            elif isinstance(chunk, StreamRestart):
+                if eager is not None:
+                    eager.restart()
+            else:
+                self._report(chunk)
+
+    def _report(self, chunk: StreamChunk) -> None:
+        if isinstance(chunk, TextChunk):
+            if chunk.text:
+                self._emit(TextDelta(chunk.text, at=self._clock()))
+        elif isinstance(chunk, ReasoningChunk) and chunk.text:
+            self._emit(ReasoningDelta(chunk.text, at=self._clock()))
+
+    def _start_span(self, request: ModelRequest, parent: Span) -> Span:
+        tracer = self._tracer
+        if not tracer.enabled:
+            return NULL_SPAN
+        span = tracer.start(
+            f"chat {self.model.name}",
+            parent=parent,
+            kind="client",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": self.model.name,
+                "gen_ai.request.max_tokens": request.max_tokens,
+                "gen_ai.request.temperature": request.temperature,
+            },
+        )
+        if tracer.captures_payloads:
+            span.set("gen_ai.system_instructions", request.system)
+            span.set("gen_ai.input.messages", repr(list(request.messages)))
+        return span
+
+    def _finish_span(self, span: Span, response: ModelResponse) -> None:
+        if not self._tracer.enabled:
+            return
+        span.set("gen_ai.response.model", response.model or self.model.name)
+        span.set("gen_ai.response.finish_reasons", (response.stop_reason.value,))
+        span.set("gen_ai.usage.input_tokens", response.usage.input_tokens)
+        span.set("gen_ai.usage.output_tokens", response.usage.output_tokens)
+        if self._tracer.captures_payloads:
+            span.set("gen_ai.output.messages", repr(list(response.content)))
+        span.end()
+
+
+async def _close(chunks: AsyncIterator[StreamChunk]) -> None:
+    """Close the stream even when cancelled (releases the HTTP response)."""
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True):
+            await aclose()

@@ -1,0 +1,159 @@
+"""AgentRun: the handle of a run in progress — its events, interrupts and steering."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, final
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .._exceptions import UsageError
+from ..events import CompletionReason, Event
+from ._result import RunResult, finished_event
+
+if TYPE_CHECKING:
+    from ..scheduling import Dispatcher
+    from ._loop import RunLoop
+
+__all__ = ["AgentRun"]
+
+
+@final
+class AgentRun:
+    """A run in progress, from `Agent.open_run`.
+
+    `events()` yields every event once, in order, ending with `RunFinished`.
+    `interrupt()` and `send()` steer the run; call them from the run's event
+    loop thread (any task). Neither blocks.
+    """
+
+    def __init__(
+        self,
+        loop: RunLoop,
+        receive: MemoryObjectReceiveStream[Event],
+    ) -> None:
+        self._loop = loop
+        self._receive = receive
+        self._consumed = False
+        self._done = anyio.Event()
+        self.result: RunResult | None = None
+        """The result, once the run ended."""
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self._loop.run_id
+
+    @property
+    def done(self) -> bool:
+        """True once the run ended."""
+        return self._done.is_set()
+
+    def interrupt(self) -> None:
+        """End the run as INTERRUPTED as soon as it is safe.
+
+        A model call in flight is abandoned; the current tool batch ends per each
+        tool's Interrupt behaviour (CANCEL calls stop, BLOCK calls finish) and
+        calls that never started get synthetic results, so every tool call in the
+        transcript is answered. Idempotent.
+        """
+        self._loop.control.stop(CompletionReason.INTERRUPTED, "interrupted by the user")
+
+    def send(self, text: str) -> None:
+        """Queue a user message; it reaches the model after the current tool batch.
+
+        If the model gives a final answer while messages are queued, they are
+        sent and the run continues instead of completing.
+        """
+        self._loop.control.queue.append(text)
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event of the run, in order; the last is `RunFinished`. One consumer only."""
+        if self._consumed:
+            raise UsageError("AgentRun.events() can be iterated only once")
+        self._consumed = True
+        receive = self._receive
+        while True:
+            try:
+                event = receive.receive_nowait()
+            except anyio.WouldBlock:
+                try:
+                    event = await receive.receive()
+                except anyio.EndOfStream:
+                    return
+            except anyio.EndOfStream:
+                return
+            yield event
+
+    async def wait(self) -> RunResult:
+        """Wait for the run to end and return its result (events need not be consumed)."""
+        await self._done.wait()
+        assert self.result is not None  # set before `done`, on every path
+        return self.result
+
+    async def _drive(
+        self, send: MemoryObjectSendStream[Event], dispatcher: Dispatcher | None
+    ) -> None:
+        """Run the loop (in its own task), then close the event stream.
+
+        `dispatcher` is closed afterwards when the run owns it.
+        """
+        loop = self._loop
+        try:
+            with send:
+                try:
+                    await self._drive_with_deadline()
+                finally:
+                    if loop.result is None:  # cancelled from outside: end honestly
+                        loop.result = _cancelled(loop)
+                        _send_quietly(send, finished_event(loop.result))
+                    self.result = loop.result
+        finally:
+            self._done.set()
+            if dispatcher is not None:
+                with anyio.CancelScope(shield=True):
+                    await dispatcher.aclose()
+
+    async def _drive_with_deadline(self) -> None:
+        loop = self._loop
+        deadline = loop.budget.deadline
+        if deadline is None:
+            await loop.drive()
+            return
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                await anyio.sleep_until(deadline)
+                loop.control.stop(
+                    CompletionReason.BUDGET_EXCEEDED,
+                    f"wall-clock budget of {loop.cfg.max_wall_clock:g} s spent",
+                )
+
+            tg.start_soon(watch)
+            await loop.drive()
+            tg.cancel_scope.cancel()
+
+
+def _send_quietly(send: MemoryObjectSendStream[Event], event: Event) -> None:
+    with contextlib.suppress(
+        anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.WouldBlock
+    ):
+        send.send_nowait(event)
+
+
+def _cancelled(loop: RunLoop) -> RunResult:
+    """The result of a run cancelled from outside (its transcript is valid: see `_loop`)."""
+    costs = loop.costs
+    return RunResult(
+        loop.conversation.last_assistant_text(),
+        CompletionReason.INTERRUPTED,
+        messages=loop.conversation.snapshot(),
+        usage=costs.usage,
+        model_usage=costs.by_model,
+        cost=costs.cost,
+        iterations=loop.iteration,
+        detail="the run was cancelled from outside",
+        run_id=loop.run_id,
+    )

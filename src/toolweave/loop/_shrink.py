@@ -1,0 +1,119 @@
+"""Keeping the conversation inside the context window: auto-compaction and prompt-too-long recovery.
+
+Auto-compaction (seed 002 §4) runs when the budget says SHOULD_COMPACT and has a
+circuit breaker: after `compaction_max_failures` failures in a row it stays off
+for the rest of the run. Prompt-too-long recovery (seed 002 §3, two tiers)
+first summarises, and only if that fails drops the oldest rounds; the call is
+then retried once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, final
+
+from .._exceptions import PromptTooLongError
+from ..events import CompactBoundary, CompletionReason, LoopTransition
+from ..events import Warning as WarningEvent
+from ._compaction import Compacted, Compactor, drop_oldest_rounds
+from ._steps import CallModel, Finish, Step, TransitionReason
+
+if TYPE_CHECKING:
+    from ._loop import RunLoop
+
+__all__ = ["Shrinker"]
+
+_DROP_TARGET_SHARE = 0.5
+
+
+@final
+class Shrinker:
+    """Compacts a run's conversation on demand. Loop task only."""
+
+    def __init__(self, loop: RunLoop) -> None:
+        self._loop = loop
+        self._compactor = Compactor(
+            loop.setup.compaction_model, keep_recent=loop.cfg.compaction_keep_recent
+        )
+        self.failures = 0
+        """Consecutive auto-compaction failures."""
+
+    @property
+    def breaker_open(self) -> bool:
+        """True once auto-compaction gave up for this run."""
+        return self.failures >= self._loop.cfg.compaction_max_failures
+
+    async def _summarise(self) -> Compacted | str:
+        loop = self._loop
+        with loop.control.halt_scope() as scope:
+            outcome = await self._compactor.compact(loop.conversation.messages)
+        if scope.cancelled_caught:
+            return "interrupted"
+        return outcome
+
+    def _apply(self, outcome: Compacted) -> CompactBoundary:
+        loop = self._loop
+        if outcome.model:
+            loop.account(outcome.model, outcome.usage)
+        loop.conversation.replace(outcome.messages)
+        # seed 002 §9: the boundary never reports growth, whatever happened.
+        return CompactBoundary(outcome.before, min(outcome.after, outcome.before))
+
+    async def auto_compact(self) -> CompactBoundary | None:
+        """Summarise older turns; the boundary event to emit, or None if nothing changed.
+
+        A checkpoint; interruptible (an interrupted attempt is not a failure).
+        """
+        loop = self._loop
+        if self.breaker_open:
+            return None
+        outcome = await self._summarise()
+        if isinstance(outcome, str):
+            if not loop.control.halted:
+                self.failures += 1
+                loop.emit(WarningEvent(f"auto-compaction failed: {outcome}"))
+                if self.failures >= loop.cfg.compaction_max_failures:
+                    loop.emit(
+                        WarningEvent(
+                            f"auto-compaction is off for this run after {self.failures}"
+                            " consecutive failures"
+                        )
+                    )
+            return None
+        self.failures = 0
+        return self._apply(outcome)
+
+    async def recover_prompt_too_long(self, error: PromptTooLongError) -> Step:
+        """Shrink the conversation after the provider said it does not fit; retry once."""
+        loop = self._loop
+        outcome = await self._summarise()
+        if loop.control.halted:
+            return loop.control.finish()
+        how = "summarised older turns"
+        if isinstance(outcome, str):
+            window = loop.setup.model.context_window
+            target = int(window * _DROP_TARGET_SHARE) if window else None
+            dropped = drop_oldest_rounds(
+                loop.conversation.messages, target_tokens=target, system=loop.system
+            )
+            if isinstance(dropped, str):
+                return Finish(
+                    CompletionReason.ERROR,
+                    detail=f"the prompt is too long ({error}); compaction failed"
+                    f" ({outcome}) and dropping old messages failed ({dropped})",
+                )
+            outcome, how = (
+                dropped,
+                f"dropped the oldest messages (compaction failed: {outcome})",
+            )
+        boundary = self._apply(outcome)
+        loop.emit(
+            CompactBoundary(
+                boundary.messages_before,
+                boundary.messages_after,
+                reason="prompt_too_long",
+            )
+        )
+        loop.emit(
+            LoopTransition(TransitionReason.PROMPT_TOO_LONG_RETRY.value, detail=how)
+        )
+        return CallModel(shrunk_for_length=True)

@@ -1,0 +1,187 @@
+"""Sub-agents: a tool that runs a child Agent as one call (seed 004 fan-out/fan-in).
+
+Several sub-agent calls in one response fan out under the parent Dispatcher's
+caps like any SAFE tool; each child has its own tools, budget and timeout. A
+child that fails, runs out of budget or time gives an *error* result whose text
+starts with ``[sub-agent failed]``; its siblings' results are unaffected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any, final
+
+import anyio
+from pydantic import BaseModel, Field
+
+from .._exceptions import ConfigError, ToolError, ToolTimeoutError
+from ..events import CompletionReason, Event, IterationStarted, ToolUseStarted
+from ..models import Model, resolve_model
+from ..tools import Concurrency, Interrupt, Tool, ToolContext, ToolRegistry
+from ._agent import Agent
+from ._config import AgentConfig
+from ._result import RunResult
+
+__all__ = ["SubAgentTool", "subagent"]
+
+FAILURE_MARKER = "[sub-agent failed]"
+"""How every error result of a sub-agent begins, so orchestrators can spot it."""
+
+_GRACE = 5.0  # seconds between the child's own wall-clock stop and the hard cut
+
+
+class SubAgentInput(BaseModel):
+    """The input of a sub-agent call."""
+
+    prompt: str = Field(
+        description=(
+            "The complete task for the sub-agent: it sees nothing else of this"
+            " conversation."
+        )
+    )
+
+
+def _progress(event: Event) -> str | None:
+    if isinstance(event, IterationStarted):
+        return f"iteration {event.iteration}"
+    if isinstance(event, ToolUseStarted):
+        return f"calling {event.call.name}"
+    return None
+
+
+@final
+class SubAgentTool(Tool):
+    """A tool whose call runs a child Agent to completion and returns its output."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        model: Model | str,
+        tools: Iterable[Tool] | ToolRegistry,
+        system: str | None,
+        config: AgentConfig,
+        timeout: float,
+        concurrency: Concurrency,
+        interrupt: Interrupt,
+    ) -> None:
+        super().__init__(
+            name=name,
+            description=description,
+            input_model=SubAgentInput,
+            concurrency=concurrency,
+            interrupt=interrupt,
+            timeout=timeout + 2 * _GRACE,  # the child reports its own timeout first
+            max_result_chars=None,
+        )
+        self.child_model = resolve_model(model)
+        """The child's model, resolved once so its connections are reused across calls."""
+        self.child_tools = tools if isinstance(tools, ToolRegistry) else tuple(tools)
+        """The child's tools."""
+        self.child_system = system
+        """The child's system prompt."""
+        self.child_config = config
+        """The child's config (budgets included)."""
+        self.child_timeout = timeout
+        """Seconds a child may run."""
+        self.results: list[RunResult] = []
+        """The result of every child run, in completion order (for inspection)."""
+
+    def _child(self) -> Agent:
+        wall = self.child_config.max_wall_clock
+        budget = self.child_timeout if wall is None else min(wall, self.child_timeout)
+        config = dataclasses.replace(self.child_config, max_wall_clock=budget)
+        return Agent(
+            self.child_model,
+            self.child_tools,
+            system=self.child_system,
+            config=config,
+            name=self.name,
+        )
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        """Run the child on `args["prompt"]`; its output, or a ToolError marked as a failure."""
+        result: RunResult | None = None
+        child = self._child()
+        try:
+            with anyio.move_on_after(self.child_timeout + _GRACE):
+                async with child.open_run(args["prompt"]) as run:
+                    async for event in run.events():
+                        message = _progress(event)
+                        if message is not None:
+                            ctx.report_progress(f"{self.name}: {message}")
+                result = run.result
+        finally:
+            with anyio.CancelScope(shield=True):
+                await child.aclose()  # models its config named by string
+        if result is None:
+            raise ToolTimeoutError(
+                f"{FAILURE_MARKER} {self.name} did not finish within {self.child_timeout:g} s"
+            )
+        self.results.append(result)
+        if result.completion_reason is CompletionReason.COMPLETED:
+            return result.output
+        raise ToolError(_failure_text(self.name, result, self.child_timeout))
+
+
+def _failure_text(name: str, result: RunResult, timeout: float) -> str:
+    reason = result.completion_reason
+    if reason is CompletionReason.BUDGET_EXCEEDED and "wall-clock" in result.detail:
+        why = f"timed out after {timeout:g} s"
+    else:
+        why = f"ended as {reason.value}: {result.detail}"
+    text = f"{FAILURE_MARKER} {name} {why}"
+    if result.output:
+        text += f"\nPartial output:\n{result.output}"
+    return text
+
+
+def subagent(
+    name: str,
+    description: str,
+    *,
+    model: Model | str,
+    tools: Iterable[Tool] | ToolRegistry = (),
+    system: str | None = None,
+    config: AgentConfig | None = None,
+    timeout: float = 300.0,
+    concurrency: Concurrency = Concurrency.SAFE,
+    interrupt: Interrupt = Interrupt.CANCEL,
+) -> SubAgentTool:
+    """A tool that delegates a task to a child Agent with its own tools, budget and timeout.
+
+    The call's input is ``{"prompt": str}``; its result is the child's final
+    answer. Anything but COMPLETED (an error, a spent budget, ``timeout``
+    seconds passing) is an error result beginning with ``[sub-agent failed]``.
+    The child's usage and cost are added to the parent run's.
+
+    Sub-agents are SAFE by default, so several calls in one response run at
+    once under the parent's caps; declare ``Concurrency.SEQUENTIAL`` if the
+    child's tools write shared state.
+
+    Args:
+        name: The tool's name.
+        description: What the model is told the sub-agent does.
+        model: The child's model (a Model or a provider string).
+        tools: The child's tools.
+        system: The child's system prompt.
+        config: The child's config (its own budgets); None = defaults.
+        timeout: Seconds a child may run before it is stopped.
+        concurrency: How the call schedules against its siblings.
+        interrupt: CANCEL (default) stops the child on a user interrupt.
+    """
+    if timeout <= 0:
+        raise ConfigError("timeout must be positive")
+    return SubAgentTool(
+        name=name,
+        description=description,
+        model=model,
+        tools=tools,
+        system=system,
+        config=config or AgentConfig(),
+        timeout=timeout,
+        concurrency=concurrency,
+        interrupt=interrupt,
+    )

@@ -1,0 +1,181 @@
+"""One iteration's tool calls: the Dispatcher, the lifecycle, events, spans and the watcher."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, final
+
+from ..events import Event, ToolResultReady, ToolUseStarted
+from ..messages import ToolCall, ToolResult
+from ..scheduling import classify
+from ._eager import EagerBatch, Spawn
+from ._tracing import NULL_SPAN, Span, Tracer
+
+if TYPE_CHECKING:
+    from ..execution import ToolRunner
+    from ..scheduling import Dispatcher, InterruptToken, ToolStream
+    from ..tools import ToolRegistry
+    from ._guards import RepeatFailureWatcher
+    from ._soon import Schedule
+
+__all__ = ["ToolBatcher", "truncated_call_result"]
+
+
+def truncated_call_result(call: ToolCall) -> ToolResult:
+    """The error that answers a call of a response cut at max_tokens (seed 002 §2.2)."""
+    return ToolResult(
+        call.id,
+        f"Not run: the response was truncated at max_tokens, so the call to"
+        f" {call.name!r} may be incomplete and was not executed. Produce less output"
+        " in one response (for example, split a large write into smaller pieces) and"
+        " call the tool again.",
+        is_error=True,
+        synthetic=True,
+    )
+
+
+@final
+class ToolBatcher:
+    """Runs the calls of one response and reports them.
+
+    The Dispatcher owns ordering, caps and interrupts; this adds what the loop
+    needs around each call: the repeat-failure watcher (a refused call never
+    reaches the lifecycle), a tool span, and the ToolUseStarted /
+    ToolResultReady events. Used from the loop's event loop only.
+    """
+
+    def __init__(
+        self,
+        *,
+        dispatcher: Dispatcher,
+        registry: ToolRegistry,
+        runner: ToolRunner,
+        halt: InterruptToken,
+        emit: Callable[[Event], None],
+        tracer: Tracer,
+        watcher: RepeatFailureWatcher | None,
+        overlap: bool,
+        clock: Callable[[], float],
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._registry = registry
+        self._runner = runner
+        self._halt = halt
+        self._emit = emit
+        self._tracer = tracer
+        self._watcher = watcher
+        self._clock = clock
+        self.overlap = overlap
+        """Whether calls start while the response still streams."""
+        self.iteration = 0
+        """The iteration events are tagged with."""
+        self.parent_span: Span = NULL_SPAN
+        """The iteration span tool spans nest under."""
+
+    # -- listeners and the per-call runner -------------------------------------
+
+    def _on_started(self, call: ToolCall) -> None:
+        self._emit(ToolUseStarted(call, iteration=self.iteration, at=self._clock()))
+
+    def _on_completed(self, call: ToolCall, result: ToolResult) -> None:
+        self._emit(
+            ToolResultReady(call, result, iteration=self.iteration, at=self._clock())
+        )
+
+    async def run_call(self, call: ToolCall) -> ToolResult:
+        """Run one call: the watcher's refusal, or the lifecycle inside a tool span."""
+        watcher = self._watcher
+        if watcher is not None:
+            refused = watcher.refusal(call)
+            if refused is not None:
+                return refused
+        if self._tracer.enabled:
+            result = await self._traced(call)
+        else:
+            result = await self._runner(call)
+        if watcher is not None:
+            watcher.observe(call, result)
+        return result
+
+    async def _traced(self, call: ToolCall) -> ToolResult:
+        tracer = self._tracer
+        span = tracer.start(
+            f"execute_tool {call.name}",
+            parent=self.parent_span,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": call.name,
+                "gen_ai.tool.call.id": call.id,
+                "gen_ai.tool.type": "function",
+            },
+        )
+        if tracer.captures_payloads:
+            span.set(
+                "gen_ai.tool.call.arguments",
+                call.raw_arguments or repr(dict(call.input)),
+            )
+        try:
+            with tracer.activate(span):  # a sub-agent's spans nest under this one
+                result = await self._runner(call)
+            if result.is_error:
+                span.fail("tool_error", result.text[:200])
+            if tracer.captures_payloads:
+                span.set("gen_ai.tool.call.result", result.text)
+        finally:
+            span.end()
+        return result
+
+    # -- batches ------------------------------------------------------------------
+
+    def eager_batch(self, spawn: Spawn, schedule: Schedule) -> EagerBatch:
+        """The early-start side of one model call (only used with streaming overlap on)."""
+        registry = self._registry
+
+        def open_stream() -> AbstractAsyncContextManager[ToolStream]:
+            return self._dispatcher.open_stream(
+                registry,
+                self.run_call,
+                self._on_started,
+                self._on_completed,
+                interrupt=self._halt,
+            )
+
+        return EagerBatch(
+            open_stream=open_stream,
+            eligible=lambda call: classify(call, registry).parallel_ok,
+            spawn=spawn,
+            schedule=schedule,
+        )
+
+    async def run(
+        self, calls: Sequence[ToolCall], stream: ToolStream | None
+    ) -> tuple[ToolResult, ...]:
+        """Run `calls` (or harvest `stream`, which already holds them); results in call order.
+
+        A checkpoint. Never raises for a tool's fault; the lifecycle's aggregate
+        result budget is applied to the batch before it is returned.
+        """
+        if stream is not None:
+            stream.finish()
+            results = await stream.harvest()
+        else:
+            results = await self._dispatcher.dispatch(
+                calls,
+                self._registry,
+                self.run_call,
+                self._on_started,
+                self._on_completed,
+                interrupt=self._halt,
+            )
+        return tuple(self._runner.finish_batch(results))
+
+    def refuse_truncated(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        """Answer every call of a truncated response with an error, without running any."""
+        results = []
+        for call in calls:
+            result = truncated_call_result(call)
+            self._on_started(call)
+            self._on_completed(call, result)
+            results.append(result)
+        return tuple(results)
