@@ -1,0 +1,293 @@
+"""run_batch: many agent sessions, locally or on Ray, each result written as it ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import aclosing
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol, final
+
+import anyio
+
+from .._exceptions import ClusterError, ConfigError, StoreError
+from ..events import Event
+from ..loop import AgentConfig
+from ..sessions import SessionStore
+from ._ray import connect_ray, require_ray
+from ._records import RecordWriter, SessionRecord, load_records
+from ._session import SessionSettings, ToolsFactory, run_session, serve_session
+from ._storelink import open_stored_session
+from ._stream import remote_items
+from ._tally import BatchStatistics, EventSink, SessionTracker, Tally
+from ._tasks import BatchTask, load_tasks
+from ._tools import ray_task_options
+from ._wire import Chunk, Outcome
+
+__all__ = ["run_batch"]
+
+OnEvent = Callable[[Event], None]
+
+
+class _Backend(Protocol):
+    placement: str
+
+    async def run(self, task: BatchTask, on_event: OnEvent) -> None: ...
+
+
+@final
+class _LocalBackend:
+    """Sessions in this process, on this event loop."""
+
+    placement = "local"
+
+    def __init__(self, settings: SessionSettings) -> None:
+        self._settings = settings
+
+    async def run(self, task: BatchTask, on_event: OnEvent) -> None:
+        await run_session(task, self._settings, on_event)
+
+
+@cache
+def _remote_session() -> Any:
+    ray = require_ray()
+    return ray.remote(num_returns="streaming", max_retries=0)(serve_session)
+
+
+@final
+class _RayBackend:
+    """Each session is one Ray task streaming its events back to this driver."""
+
+    placement = "ray"
+
+    def __init__(self, settings: Any, options: dict[str, Any], threads: int) -> None:
+        self._settings = settings  # an ObjectRef: pickled once, shared by every task
+        self._remote = _remote_session().options(**options)
+        self._threads = anyio.CapacityLimiter(threads)
+
+    async def run(self, task: BatchTask, on_event: OnEvent) -> None:
+        generator = self._remote.remote(task, self._settings)
+        async with aclosing(remote_items(generator, limiter=self._threads)) as items:
+            async for item in items:
+                if isinstance(item, Outcome):
+                    if item.error is not None:
+                        raise item.error
+                    return
+                assert isinstance(item, Chunk)
+                for event in item.items:
+                    on_event(event)  # type: ignore[arg-type]
+        raise ClusterError("the session's task ended without an outcome")
+
+
+def _invalid(task: BatchTask, reason: str) -> SessionRecord:
+    return SessionRecord(task.task_id, "invalid", line=task.line, reason=reason)
+
+
+def _crashed(task: BatchTask, reason: str, placement: str) -> SessionRecord:
+    return SessionRecord(
+        task.task_id, "crashed", line=task.line, reason=reason, placement=placement
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@final
+class _BatchRun:
+    """Drives the sessions of one `run_batch` call; owns the writer and the totals."""
+
+    def __init__(
+        self,
+        writer: RecordWriter,
+        tally: Tally,
+        *,
+        settings: SessionSettings,
+        store: SessionStore | None,
+        sink: EventSink | None,
+        on_update: Callable[[BatchStatistics], None] | None,
+    ) -> None:
+        self._writer = writer
+        self.tally = tally
+        self._settings = settings
+        self._store = store
+        self._sink = sink
+        self._on_update = on_update
+
+    def changed(self) -> None:
+        if self._on_update is not None:
+            self._on_update(self.tally.snapshot())
+
+    def finish(self, record: SessionRecord) -> None:
+        self._writer.write(record)
+        self.tally.count(record)
+        self.changed()
+
+    async def drive(
+        self, tasks: list[BatchTask], backend: _Backend, max_sessions: int
+    ) -> None:
+        """Run `tasks`, at most `max_sessions` at once, starting them in task order."""
+        limiter = anyio.CapacityLimiter(max_sessions)
+        async with anyio.create_task_group() as tg:
+            for task in tasks:
+                if task.error is not None:
+                    self.finish(_invalid(task, task.error))
+                    continue
+                token = object()
+                await limiter.acquire_on_behalf_of(token)  # in task order (STYLE E1)
+                self.tally.running += 1
+                tg.start_soon(self._one, task, backend, limiter, token)
+
+    def _tracker(self, task: BatchTask, placement: str) -> SessionTracker:
+        """A tracker for `task`, with its stored session created (StoreError if not)."""
+        stored = None
+        if self._store is not None:
+            spec = task.model or self._settings.model
+            stored = open_stored_session(self._store, task, spec)
+        return SessionTracker(
+            task,
+            placement=placement,
+            tally=self.tally,
+            sink=self._sink,
+            changed=self.changed,
+            stored=stored,
+        )
+
+    async def _session(self, task: BatchTask, backend: _Backend) -> SessionRecord:
+        """Run one session; its record, whatever happened (cancellation propagates)."""
+        try:
+            tracker = self._tracker(task, backend.placement)
+        except StoreError as exc:
+            return _crashed(task, str(exc), backend.placement)
+        self.changed()
+        try:
+            await backend.run(task, tracker.on_event)
+        except Exception as exc:  # the session's fault: record it, go on
+            return tracker.crashed(_describe(exc))
+        except BaseException:  # the batch itself was cancelled: no result line
+            tracker.interrupted()
+            raise
+        return tracker.result()
+
+    async def _one(
+        self,
+        task: BatchTask,
+        backend: _Backend,
+        limiter: anyio.CapacityLimiter,
+        token: object,
+    ) -> None:
+        try:
+            record = await self._session(task, backend)
+        finally:
+            self.tally.running -= 1
+            limiter.release_on_behalf_of(token)
+        self.finish(record)
+
+
+def _pending(
+    tasks: list[BatchTask], done: Mapping[str, SessionRecord], retry_failed: bool
+) -> list[BatchTask]:
+    def is_done(task: BatchTask) -> bool:
+        record = done.get(task.task_id)
+        return record is not None and (record.ok or not retry_failed)
+
+    return [task for task in tasks if not is_done(task)]
+
+
+async def run_batch(
+    tasks: Iterable[BatchTask] | str | Path,
+    *,
+    output: str | Path,
+    model: str | None = None,
+    system: str | None = None,
+    tools: ToolsFactory | str | None = None,
+    config: AgentConfig | None = None,
+    store: SessionStore | None = None,
+    max_sessions: int = 8,
+    ray: bool = False,
+    ray_address: str | None = None,
+    ray_init: Mapping[str, Any] | None = None,
+    session_resources: Mapping[str, float] | None = None,
+    sink: EventSink | None = None,
+    on_update: Callable[[BatchStatistics], None] | None = None,
+    retry_failed: bool = False,
+) -> BatchStatistics:
+    """Run one agent session per task and append each result to `output` as it ends.
+
+    Tasks whose id already has a line in `output` are skipped (with
+    `retry_failed`, only completed ones are), so re-running a batch after a
+    crash or an interrupt does only what is left. At most `max_sessions` run at
+    once, started in task order. A session that fails, crashes (its worker
+    dies) or cannot be built gets a result line saying why; the batch goes on.
+    Only this process writes `output` and calls `sink`.
+
+    Locally (the default) sessions share this event loop. With `ray` (or a
+    `ray_address`), each session is one Ray task asking for
+    `session_resources`, its events streamed back here in order; tools
+    declared ``placement="ray"`` run as Ray tasks of their own. Sessions ask
+    for no CPU by default (they mostly wait for the model; `max_sessions`
+    bounds them): Ray lends a task's CPU back only while its *main* thread
+    blocks in ``ray.get``, and a session waits for its remote tools on other
+    threads, so sessions holding every CPU would starve their own tools.
+    Ray is started for the call (or joined at `ray_address`, with `ray_init`
+    passed to ``ray.init``) unless this process is already connected.
+
+    Args:
+        tasks: Tasks, or the path of a JSONL tasks file (see `parse_tasks`).
+        output: The result JSONL (created if missing, appended to).
+        model: Model spec for tasks that name none.
+        system: System prompt for tasks that give none.
+        tools: Tools factory of every session (see `SessionSettings.tools`).
+        config: Base agent config; each task's budget and workspace override it.
+        store: Where every session is recorded, as it runs, by this process
+            (``toolweave sessions`` / ``show`` / ``timeline`` read it); the
+            result line's ``session_id`` is then the store's id.
+        max_sessions: Sessions in flight at once (>= 1).
+        ray: Run sessions on Ray.
+        ray_address: A Ray cluster to join (implies `ray`).
+        ray_init: Extra ``ray.init`` arguments when this call connects.
+        session_resources: Ray resources of one session (default ``{"num_cpus": 0}``).
+        sink: Gets ``(session_id, event)`` for every event (a session store).
+        on_update: Gets the batch statistics after every change (a progress bar).
+        retry_failed: Also re-run tasks whose earlier result was not completed.
+
+    Returns:
+        The statistics at the end.
+
+    Raises:
+        ConfigError: for `max_sessions` < 1, or a shared Dispatcher on Ray.
+        UsageError: if Ray is asked for but not installed.
+        OSError: if a file cannot be read or written.
+    """
+    if max_sessions < 1:
+        raise ConfigError(f"max_sessions must be >= 1, got {max_sessions}")
+    on_ray = ray or ray_address is not None
+    if on_ray and config is not None and config.dispatcher is not None:
+        raise ConfigError("a shared Dispatcher cannot travel to Ray workers")
+    task_list = load_tasks(tasks) if isinstance(tasks, str | Path) else list(tasks)
+    todo = _pending(task_list, load_records(output), retry_failed)
+    settings = SessionSettings(
+        model=model, system=system, tools=tools, config=config, remote_tools=on_ray
+    )
+    with RecordWriter(output) as writer:
+        tally = Tally(len(task_list), len(task_list) - len(todo))
+        run = _BatchRun(
+            writer,
+            tally,
+            settings=settings,
+            store=store,
+            sink=sink,
+            on_update=on_update,
+        )
+        run.changed()
+        if not on_ray or not any(t.error is None for t in todo):
+            await run.drive(todo, _LocalBackend(settings), max_sessions)
+            return run.tally.snapshot()
+        async with connect_ray(ray_address, **(ray_init or {})) as ray_module:
+            options = ray_task_options(session_resources or {"num_cpus": 0})
+            backend = _RayBackend(ray_module.put(settings), options, max_sessions)
+            await run.drive(todo, backend, max_sessions)
+    return run.tally.snapshot()

@@ -1,0 +1,169 @@
+"""`toolweave batch tasks.jsonl`: the command-line face of `run_batch`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+from rich.console import Console
+
+from .._exceptions import StoreError, UsageError
+from ..sessions import SessionStore, SQLiteSessionStore
+from ._batch import run_batch
+from ._progress import batch_progress, describe_statistics
+from ._tally import BatchStatistics
+
+__all__ = [
+    "StoreOpener",
+    "batch_command",
+    "default_output_path",
+    "make_batch_command",
+    "open_default_store",
+]
+
+StoreOpener = Callable[[str | None], SessionStore]
+"""Opens the session store named by ``--store`` (None = the default one)."""
+
+TasksArg = Annotated[
+    Path,
+    typer.Argument(
+        help="JSONL file, one session per line: prompt, optional id, model, "
+        "workspace, system, budget, metadata.",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+    ),
+]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Result JSONL (default: TASKS.results.jsonl)."),
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", help="Model for lines that name none.")
+]
+ToolsOpt = Annotated[
+    str | None,
+    typer.Option("--tools", help="'coding' (built-in tools) or 'module:function'."),
+]
+SessionsOpt = Annotated[
+    int, typer.Option("--max-sessions", "-j", min=1, help="Sessions at once.")
+]
+RayOpt = Annotated[bool, typer.Option("--ray", help="Run sessions on Ray.")]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option("--ray-address", help="Join this Ray cluster (implies --ray)."),
+]
+CpusOpt = Annotated[
+    float,
+    typer.Option(
+        "--session-cpus",
+        min=0.0,
+        help="Ray CPUs each session holds (0: bounded by --max-sessions only; "
+        "keep 0 when tools run on Ray).",
+    ),
+]
+RetryOpt = Annotated[
+    bool, typer.Option("--retry-failed", help="Re-run sessions that did not complete.")
+]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store", help="Session database (default: ~/.toolweave/sessions.db)."
+    ),
+]
+NoStoreOpt = Annotated[
+    bool,
+    typer.Option("--no-store", help="Do not record sessions (results JSONL only)."),
+]
+ProgressOpt = Annotated[
+    bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")
+]
+
+
+def default_output_path(tasks: Path) -> Path:
+    """Where results go unless told: ``tasks.jsonl`` -> ``tasks.results.jsonl``."""
+    return tasks.with_name(tasks.stem + ".results.jsonl")
+
+
+def open_default_store(path: str | None) -> SessionStore:
+    """SQLite at `path`, else ``$TOOLWEAVE_HOME/sessions.db`` (``~/.toolweave``)."""
+    home = Path(os.environ.get("TOOLWEAVE_HOME") or "~/.toolweave").expanduser()
+    return SQLiteSessionStore(Path(path).expanduser() if path else home / "sessions.db")
+
+
+def _summary(stats: BatchStatistics, target: Path) -> str:
+    return f"{stats.total} tasks · {describe_statistics(stats)} → {target}"
+
+
+def make_batch_command(
+    open_store: StoreOpener = open_default_store,
+) -> Callable[..., None]:
+    """The ``batch`` command function for a typer app, opening stores with `open_store`.
+
+    The CLI passes its own opener so ``--store`` and settings resolve exactly as
+    for ``toolweave run``; sessions then show in ``toolweave sessions``.
+    """
+
+    def batch(
+        tasks: TasksArg,
+        output: OutputOpt = None,
+        model: ModelOpt = None,
+        tools: ToolsOpt = None,
+        max_sessions: SessionsOpt = 8,
+        ray: RayOpt = False,
+        ray_address: AddressOpt = None,
+        session_cpus: CpusOpt = 0.0,
+        retry_failed: RetryOpt = False,
+        store: StoreOpt = None,
+        no_store: NoStoreOpt = False,
+        progress: ProgressOpt = True,
+    ) -> None:
+        """Run one agent session per line of TASKS; re-running skips what is done."""
+        console = Console(stderr=True)
+        target = output or default_output_path(tasks)
+        run = partial(
+            run_batch,
+            tasks,
+            output=target,
+            model=model,
+            tools=tools,
+            max_sessions=max_sessions,
+            ray=ray,
+            ray_address=ray_address,
+            session_resources={"num_cpus": session_cpus},
+            retry_failed=retry_failed,
+        )
+        try:
+            db = None if no_store else open_store(store)
+            try:
+                stats = _drive(partial(run, store=db), console, progress)
+            finally:
+                if db is not None:
+                    db.close()
+        except (UsageError, StoreError) as exc:
+            console.print(f"[bold red]error:[/] {exc}")
+            raise typer.Exit(2) from exc
+        console.print(_summary(stats, target))
+
+    return batch
+
+
+def _drive(
+    run: Callable[..., Awaitable[BatchStatistics]], console: Console, progress: bool
+) -> BatchStatistics:
+    async def main() -> BatchStatistics:
+        if not progress:
+            return await run()
+        with batch_progress(console) as update:
+            return await run(on_update=update)
+
+    return anyio.run(main)
+
+
+batch_command = make_batch_command()
+"""The ``batch`` command with the default store location (``$TOOLWEAVE_HOME``)."""

@@ -1,0 +1,84 @@
+"""Lazy access to Ray: import it only when asked, connect, and disconnect what we started."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from functools import partial
+from types import ModuleType
+from typing import Any
+
+import anyio.to_thread
+
+from .._exceptions import ClusterError, UsageError
+
+__all__ = ["connect_ray", "import_ray", "require_ray"]
+
+
+def import_ray() -> ModuleType:
+    """Import and return the `ray` module (``import toolweave`` never does).
+
+    Raises:
+        UsageError: if Ray is not installed, saying how to install it.
+    """
+    try:
+        import ray
+    except ImportError as exc:
+        raise UsageError(
+            "Ray is not installed; install it with: pip install 'toolweave[ray]'"
+        ) from exc
+    return ray
+
+
+def require_ray() -> ModuleType:
+    """The `ray` module, checking that this process is connected to a cluster.
+
+    Raises:
+        UsageError: if Ray is not installed.
+        ClusterError: if Ray is not initialised (we never start a cluster by surprise).
+    """
+    ray = import_ray()
+    if not ray.is_initialized():
+        raise ClusterError(
+            "Ray is not initialised in this process; call ray.init() (or use "
+            "toolweave.cluster.connect_ray) before running remote work"
+        )
+    return ray
+
+
+def _init(ray: ModuleType, address: str | None, options: Mapping[str, Any]) -> None:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs: dict[str, Any] = {"log_to_driver": False}
+    if address is None:
+        kwargs["include_dashboard"] = False
+    kwargs.update(options)
+    ray.init(address=address, **kwargs)
+
+
+@asynccontextmanager
+async def connect_ray(
+    address: str | None = None, **init_options: Any
+) -> AsyncIterator[ModuleType]:
+    """Make sure this process is connected to Ray for the block; yield the module.
+
+    If Ray is already initialised, it is used as it is and left running.
+    Otherwise ``ray.init(address, ...)`` runs on a worker thread (it blocks
+    for seconds) — a local cluster when `address` is None, or the cluster at
+    `address` (``"auto"``, ``"ray://host:10001"``, ...) — and the block's end
+    shuts it down again. Defaults: usage stats off, no dashboard for a local
+    cluster, worker logs not copied to the driver; `init_options` override them.
+
+    Raises:
+        UsageError: if Ray is not installed.
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    await anyio.to_thread.run_sync(partial(_init, ray, address, init_options))
+    try:
+        yield ray
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(ray.shutdown)

@@ -1,0 +1,141 @@
+"""One batch session: build its agent from the task's data and run it, emitting events."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from contextlib import aclosing
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
+from typing import TypeAlias, cast
+
+from .._exceptions import ConfigError
+from ..events import Event
+from ..loop import Agent, AgentConfig
+from ..tools import Tool
+from ._pump import Emit, pump
+from ._scripted import model_from_spec
+from ._tasks import BatchTask
+from ._tools import ray_tools
+from ._wire import Chunk, Outcome, portable_event
+
+__all__ = [
+    "SessionSettings",
+    "ToolsFactory",
+    "build_agent",
+    "run_session",
+    "serve_session",
+]
+
+ToolsFactory: TypeAlias = Callable[[BatchTask], Sequence[Tool]]
+"""Builds a session's tools from its task; called where the session runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """How every session of a batch is built. Sent to Ray workers, so it must pickle.
+
+    A task's own ``model``, ``system``, ``workspace`` and budget win over these.
+    """
+
+    _: KW_ONLY
+    model: str | None = None
+    """Model spec for tasks that name none."""
+    system: str | None = None
+    """System prompt for tasks that give none."""
+    tools: ToolsFactory | str | None = None
+    """A factory, ``"coding"`` (the built-in coding tools over the workspace),
+    ``"module:function"`` (a factory imported where the session runs), or None."""
+    config: AgentConfig | None = None
+    """The base config (concurrency, permissions, ...). Must not hold a Dispatcher
+    when sessions run on Ray."""
+    remote_tools: bool = False
+    """Wrap ``placement="ray"`` tools in `RayTool` (set when the batch runs on Ray)."""
+
+
+def _coding_tools(task: BatchTask) -> Sequence[Tool]:
+    from ..tools.builtin import coding_tools
+
+    return coding_tools(Path(task.workspace or "."))
+
+
+def _factory(spec: ToolsFactory | str | None) -> ToolsFactory | None:
+    if spec is None or callable(spec):
+        return spec
+    if spec == "coding":
+        return _coding_tools
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise ConfigError(f"tools must be 'coding' or 'module:function', got {spec!r}")
+    try:
+        factory = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot import the tools factory {spec!r}: {exc}") from exc
+    if not callable(factory):
+        raise ConfigError(f"{spec!r} is not callable")
+    result: ToolsFactory = factory
+    return result
+
+
+def build_agent(task: BatchTask, settings: SessionSettings) -> Agent:
+    """The agent for `task`, built in the process that will run it.
+
+    Raises:
+        ConfigError: no model, an unusable model spec, tools factory or budget.
+    """
+    spec = task.model or settings.model
+    if spec is None:
+        raise ConfigError("no model: give the task a 'model' or the batch a default")
+    base = settings.config or AgentConfig()
+    workspace = Path(task.workspace) if task.workspace else base.workspace
+    config = dataclasses.replace(base, workspace=workspace, **task.budget.overrides())
+    factory = _factory(settings.tools)
+    tools: list[Tool] = list(factory(task)) if factory is not None else []
+    if settings.remote_tools:
+        tools = ray_tools(tools)
+    return Agent(
+        model_from_spec(spec),
+        tools,
+        system=task.system or settings.system,
+        config=config,
+    )
+
+
+async def run_session(
+    task: BatchTask, settings: SessionSettings, emit: Callable[[Event], None]
+) -> None:
+    """Run `task`'s session to its end, handing every event to `emit` in order.
+
+    The last event is `RunFinished`. Checkpoint: throughout. If `emit`
+    raises, the run is interrupted (no more events are emitted), and once it
+    ended the error is raised again.
+
+    Raises:
+        ConfigError: if the agent cannot be built (nothing was emitted then).
+    """
+    agent = build_agent(task, settings)
+    failure: Exception | None = None
+    async with agent.open_run(task.prompt) as run:
+        # events() is an async generator; close it even when we stop early
+        events = cast("AsyncGenerator[Event, None]", run.events())
+        async with aclosing(events):
+            async for event in events:
+                try:
+                    emit(event)
+                except Exception as exc:
+                    failure = exc
+                    break  # leaving the block interrupts the run and waits for it
+    if failure is not None:
+        raise failure
+
+
+def serve_session(
+    task: BatchTask, settings: SessionSettings
+) -> Iterator[Chunk | Outcome]:
+    """Body of a session's Ray task: its portable events in chunks, then the outcome."""
+
+    async def body(put: Emit) -> None:
+        await run_session(task, settings, lambda event: put(portable_event(event)))
+
+    yield from pump(body)

@@ -1,0 +1,220 @@
+"""Remote tool execution: a tool declared ``placement="ray"`` runs each call as a Ray task."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import aclosing
+from functools import cache
+from pathlib import Path, PurePath
+from typing import Any, final
+
+from .._exceptions import ClusterError, ConfigError
+from ..execution import ToolOutput
+from ..messages import ToolCall
+from ..tools import (
+    Access,
+    Concurrency,
+    PermissionCheck,
+    SessionState,
+    Tool,
+    ToolContext,
+)
+from ._pump import Emit, pump
+from ._ray import require_ray
+from ._stream import remote_items
+from ._wire import Chunk, Outcome, Progress
+
+__all__ = ["RayTool", "ray_task_options", "ray_tools"]
+
+_TOP_LEVEL_RESOURCES = ("num_cpus", "num_gpus", "memory")
+
+
+def ray_task_options(
+    resources: Mapping[str, float], extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Ray ``.options(...)`` for one call needing `resources`.
+
+    ``num_cpus``, ``num_gpus`` and ``memory`` become Ray's own options; any
+    other name is a custom resource. `extra` (``runtime_env``,
+    ``scheduling_strategy``, ...) is passed through and wins.
+
+    Raises:
+        ConfigError: for a negative or non-numeric amount.
+    """
+    options: dict[str, Any] = {}
+    custom: dict[str, float] = {}
+    for name, value in resources.items():
+        amount: object = value
+        if (
+            isinstance(amount, bool)
+            or not isinstance(amount, int | float)
+            or amount < 0
+        ):
+            raise ConfigError(
+                f"resource {name!r} must be a number >= 0, got {amount!r}"
+            )
+        if name in _TOP_LEVEL_RESOURCES:
+            options[name] = amount
+        else:
+            custom[name] = float(amount)
+    if custom:
+        options["resources"] = custom
+    options.update(extra or {})
+    return options
+
+
+def _serve_call(
+    tool: Tool, args: dict[str, Any], call: ToolCall, workspace: Path | None
+) -> Iterator[Chunk | Outcome]:
+    """Body of the Ray task: run `tool` on a fresh event loop, streaming progress."""
+
+    async def body(emit: Emit) -> object:
+        def progress(message: str, fraction: float | None) -> None:
+            emit(Progress(message, fraction))
+
+        ctx = ToolContext(call, SessionState(workspace=workspace), progress=progress)
+        output = await tool.call(args, ctx)
+        # A context modifier would act on this worker's copies; it stays here.
+        return output.content if isinstance(output, ToolOutput) else output
+
+    yield from pump(body)
+
+
+@cache
+def _remote_call() -> Any:
+    """The Ray remote function (created on first use, so Ray is imported lazily)."""
+    ray = require_ray()
+    return ray.remote(num_returns="streaming", max_retries=0)(_serve_call)
+
+
+@final
+class RayTool(Tool):
+    """A local stand-in that runs `inner` as one Ray task per call.
+
+    Every declaration is the inner tool's (name, schema, concurrency, access,
+    interrupt, timeout, permissions), so the Dispatcher schedules it exactly as
+    it would the local tool: order, caps (a call holds its host slot while its
+    Ray task runs, so `max_concurrency` bounds what this process has in
+    flight), isolation and interrupts are unchanged. Input validation,
+    `validate_input` and permission checks run locally; only `call` is remote.
+
+    The call's Ray task asks for the tool's `resources`; Ray queues it until a
+    node has them (the cluster-wide limit). Progress the remote tool reports
+    reaches this call's `ToolContext` as it happens. Cancelling the call (an
+    interrupt of a CANCEL tool, a timeout, the run being cancelled) cancels the
+    Ray task with ``force=True``, which kills its worker process. A remote
+    exception fails the call with the same words as a local one; a crashed or
+    lost worker fails it with a `ClusterError` message. Tasks are never retried.
+
+    The remote tool gets a fresh `SessionState` holding only the workspace
+    path (which must exist on the node): shared session state, such as the
+    read ledger, does not travel, and a returned context modifier is dropped.
+    The inner tool is pickled with Ray's cloudpickle for every call.
+
+    Loop affinity: `call` may run on any anyio backend; Ray must be initialised
+    in the process (``ray.init`` or `connect_ray`), else the call fails.
+    """
+
+    def __init__(
+        self, inner: Tool, *, options: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(
+            name=inner.name,
+            description=inner.description,
+            input_model=inner.input_model,
+            concurrency=inner.concurrency,
+            access=inner.access,
+            interrupt=inner.interrupt,
+            timeout=inner.timeout,
+            max_result_chars=inner.max_result_chars,
+            aliases=inner.aliases,
+            hidden=inner.hidden,
+            abort_siblings_on_error=inner.abort_siblings_on_error,
+            replaceable_output=inner.replaceable_output,
+            placement="ray",
+            resources=inner.resources,
+        )
+        self.inner = inner
+        """The tool that runs remotely."""
+        self.task_options = ray_task_options(inner.resources, options)
+        """The Ray ``.options(...)`` of every call's task."""
+
+    def parse(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The inner tool's validation."""
+        return self.inner.parse(raw)
+
+    def concurrency_for(self, args: dict[str, Any]) -> Concurrency:
+        """The inner tool's concurrency."""
+        return self.inner.concurrency_for(args)
+
+    def access_for(self, args: dict[str, Any]) -> Access | None:
+        """The inner tool's access claims."""
+        return self.inner.access_for(args)
+
+    async def validate_input(
+        self, args: dict[str, Any], ctx: ToolContext
+    ) -> str | None:
+        """The inner tool's check, run locally."""
+        return await self.inner.validate_input(args, ctx)
+
+    async def check_permissions(
+        self, args: dict[str, Any], ctx: ToolContext
+    ) -> PermissionCheck:
+        """The inner tool's permission opinion, run locally."""
+        return await self.inner.check_permissions(args, ctx)
+
+    def permission_subject(self, args: dict[str, Any]) -> str | PurePath | None:
+        """The inner tool's permission subject."""
+        return self.inner.permission_subject(args)
+
+    def input_schema(self) -> dict[str, Any]:
+        """The inner tool's schema."""
+        return self.inner.input_schema()
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Submit the call as a Ray task and wait for it; see the class docstring.
+
+        Checkpoint: while the task runs (waits happen on a worker thread).
+
+        Raises:
+            ClusterError: Ray is not initialised, or the task's worker failed.
+            Exception: whatever the remote tool raised.
+        """
+        require_ray()
+        remote = _remote_call().options(**self.task_options)
+        generator = remote.remote(self.inner, args, ctx.call, ctx.state.workspace)
+        async with aclosing(remote_items(generator)) as items:
+            async for item in items:
+                if isinstance(item, Outcome):
+                    if item.error is not None:
+                        raise item.error
+                    return item.value
+                assert isinstance(item, Chunk)
+                for progress in item.items:
+                    assert isinstance(progress, Progress)
+                    ctx.report_progress(progress.message, progress.fraction)
+        raise ClusterError(f"remote tool {self.name!r} ended without a result")
+
+
+def ray_tools(
+    tools: Iterable[Tool], *, options: Mapping[str, Any] | None = None
+) -> list[Tool]:
+    """The same tools, in order, with each ``placement="ray"`` tool wrapped in a `RayTool`.
+
+    Tools placed ``"local"`` (and tools already wrapped) are returned as they
+    are. `options` are extra Ray task options for every wrapped tool
+    (``runtime_env``, ``scheduling_strategy``, ...).
+
+    Raises:
+        ConfigError: for an unknown placement or an invalid resource amount.
+    """
+    out: list[Tool] = []
+    for tool in tools:
+        placement = getattr(tool, "placement", "local")
+        if placement not in ("local", "ray"):
+            raise ConfigError(
+                f"tool {tool.name!r}: placement must be 'local' or 'ray', got {placement!r}"
+            )
+        wrap = placement == "ray" and not isinstance(tool, RayTool)
+        out.append(RayTool(tool, options=options) if wrap else tool)
+    return out

@@ -1,0 +1,188 @@
+"""Helpers for the cluster tests: scripted task lines, tools, and a Ray rendezvous actor.
+
+This module is importable inside Ray workers (the Ray fixture puts this
+directory on the workers' PYTHONPATH), so tools defined here pickle by reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from toolweave import ToolInputError
+from toolweave.cluster import BatchTask, scripted_spec
+from toolweave.tools import Access, Concurrency, Interrupt, Tool, ToolContext, tool
+
+
+def step_calls(
+    *calls: tuple[str, str, dict[str, Any]], usage: tuple[int, int] = (10, 5)
+) -> dict[str, Any]:
+    """A scripted step that calls tools: (id, name, input) triples."""
+    return {
+        "tool_calls": [{"id": i, "name": n, "input": a} for i, n, a in calls],
+        "usage": list(usage),
+    }
+
+
+def step_text(text: str, usage: tuple[int, int] = (20, 3)) -> dict[str, Any]:
+    """A scripted final answer."""
+    return {"text": text, "usage": list(usage)}
+
+
+def task_line(task_id: str, steps: Sequence[dict[str, Any]], **extra: Any) -> str:
+    """One JSONL task line with a scripted model."""
+    model = scripted_spec(list(steps))
+    return json.dumps(
+        {"id": task_id, "prompt": f"prompt of {task_id}", "model": model, **extra}
+    )
+
+
+def ok_steps(n: int) -> list[dict[str, Any]]:
+    """Two parallel local tool calls, then an answer naming `n`."""
+    return [
+        step_calls(("a", "add", {"a": n, "b": 1}), ("w", "whoami", {})),
+        step_text(f"answer {n}"),
+    ]
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+async def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+def whoami() -> str:
+    """The process id the tool ran in."""
+    return str(os.getpid())
+
+
+@tool
+def crash() -> str:
+    """Kill the process the tool runs in (a crashed worker)."""
+    os._exit(3)
+
+
+def batch_tools(task: BatchTask) -> list[Tool]:
+    """Tools factory of the batch tests (importable by Ray workers)."""
+    del task
+    return [add, whoami, crash]
+
+
+# -- remote tools and their rendezvous --------------------------------------------------
+
+
+class Rendezvous:
+    """A Ray actor (async: its methods interleave) that remote tools report to.
+
+    `arrive(tag)` blocks until `group` callers are inside at once, so a wave of
+    tool calls can only pass if they really overlap; `peak` is the most ever
+    inside together.
+    """
+
+    def __init__(self, group: int) -> None:
+        self.group = group
+        self.inside = 0
+        self.peak = 0
+        self.arrived = 0
+        self.pids: dict[str, int] = {}
+        self.finished: list[str] = []
+        self._waves: dict[int, anyio.Event] = {}
+        self._pid_seen = anyio.Event()
+
+    async def arrive(self, tag: str, pid: int) -> None:
+        self.inside += 1
+        self.peak = max(self.peak, self.inside)
+        self.pids[tag] = pid
+        self._pid_seen.set()
+        wave = self.arrived // self.group
+        self.arrived += 1
+        event = self._waves.setdefault(wave, anyio.Event())
+        if self.arrived % self.group == 0:
+            event.set()
+        await event.wait()
+
+    async def leave(self, tag: str) -> None:
+        self.inside -= 1
+        self.finished.append(tag)
+
+    async def wait_pid(self) -> dict[str, int]:
+        await self._pid_seen.wait()
+        return dict(self.pids)
+
+    async def state(self) -> dict[str, Any]:
+        return {
+            "peak": self.peak,
+            "pids": dict(self.pids),
+            "finished": list(self.finished),
+        }
+
+
+def _actor(name: str) -> Any:
+    import ray
+
+    return ray.get_actor(name)
+
+
+@tool(
+    concurrency=Concurrency.SAFE,
+    access=lambda args: Access(),
+    interrupt=Interrupt.CANCEL,
+    placement="ray",
+    resources={"num_cpus": 0.25},
+)
+def probe(tag: str, rendezvous: str, ctx: ToolContext) -> str:
+    """Meet the other calls of a wave at the rendezvous actor; return tag:pid."""
+    import ray
+
+    actor = _actor(rendezvous)
+    ctx.report_progress(f"{tag} started", 0.0)
+    ray.get(actor.arrive.remote(tag, os.getpid()))
+    ray.get(actor.leave.remote(tag))
+    return f"{tag}:{os.getpid()}"
+
+
+@tool(
+    concurrency=Concurrency.SAFE,
+    access=lambda args: Access(),
+    interrupt=Interrupt.CANCEL,
+    placement="ray",
+    resources={"num_cpus": 0.25},
+)
+def hang(tag: str, rendezvous: str) -> str:
+    """Report this process to the actor, then hang (until cancelled)."""
+    import ray
+
+    actor = _actor(rendezvous)
+    ray.get(actor.arrive.remote(tag, os.getpid()))
+    threading.Event().wait(300)  # until the task is cancelled
+    ray.get(actor.leave.remote(tag))
+    return "finished"
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access(), placement="ray")
+def fail(message: str) -> str:
+    """Raise a ValueError remotely."""
+    raise ValueError(message)
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access(), placement="ray")
+def refuse(path: str) -> str:
+    """Fail the way a tool tells the model what was wrong (a ToolError)."""
+    raise ToolInputError(f"no such file: {path}")
+
+
+@tool(
+    concurrency=Concurrency.SAFE,
+    access=lambda args: Access(),
+    placement="ray",
+    resources={"num_cpus": 0.25},
+)
+def remote_crash() -> str:
+    """Kill the Ray worker running the call."""
+    os._exit(7)
