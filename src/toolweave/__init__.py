@@ -11,6 +11,7 @@ from . import scheduling as scheduling
 from . import tools as tools
 from ._exceptions import AuthenticationError as AuthenticationError
 from ._exceptions import BadRequestError as BadRequestError
+from ._exceptions import ClusterError as ClusterError
 from ._exceptions import ConfigError as ConfigError
 from ._exceptions import ControlSignal as ControlSignal
 from ._exceptions import InternalError as InternalError
@@ -69,6 +70,7 @@ __all__ = [
     "AgentRun",
     "AuthenticationError",
     "BadRequestError",
+    "ClusterError",
     "CompletionReason",
     "Concurrency",
     "ConcurrencyConfig",
