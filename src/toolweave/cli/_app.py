@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import webbrowser
+from pathlib import Path
+from typing import Annotated
+
 import anyio
 import typer
 from rich.console import Console
 
+from .._exceptions import ConfigError, StoreError, ToolweaveError, UsageError
+from ._config_cmd import render_config
+from ._demo import render_epilogue, render_summary, run_demo
 from ._demo_schedules import run_schedules_demo
+from ._session_run import RunOptions, open_store, resume_session, start_session
+from ._settings import load_settings
+from ._show import render_sessions, render_transcript
+from ._timeline import write_timeline
 
 __all__ = ["app", "main"]
 
@@ -15,14 +26,251 @@ app = typer.Typer(
     help="An agent runtime whose heart is safe parallel tool execution.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="provider:name, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1,"
+        " openai-compatible:NAME.",
+    ),
+]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option("--base-url", help="Server of an openai-compatible model.")
+]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store", help="Session database (default ~/.toolweave/sessions.db)."
+    ),
+]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="Print the events as JSON lines (first line: the session)."
+    ),
+]
+ModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--permission-mode",
+        help="default, accept_edits, bypass or plan. Without a terminal, asks are"
+        " denied unless the mode allows the call.",
+    ),
+]
+ScriptedOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--scripted",
+        hidden=True,
+        help="TESTING AID: replay a JSON model script instead of a real model.",
+    ),
+]
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> Exception:
+    """The one ToolweaveError a task group wrapped, or the group re-raised."""
+    leaves = list(_leaves(group))
+    if len(leaves) == 1 and isinstance(leaves[0], ToolweaveError):
+        return leaves[0]
+    raise group
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+    return typer.Exit(2)
+
+
+def _options(
+    model: str | None,
+    base_url: str | None,
+    store: str | None,
+    json: bool,
+    mode: str | None,
+    scripted: Path | None,
+) -> RunOptions:
+    if mode is not None and mode not in ("default", "accept_edits", "bypass", "plan"):
+        raise ConfigError(
+            f"--permission-mode must be default, accept_edits, bypass or plan, not {mode!r}"
+        )
+    return RunOptions(
+        cwd=Path.cwd(),
+        model=model,
+        base_url=base_url,
+        store=store,
+        json=json,
+        permission_mode=mode,
+        scripted=scripted,
+    )
 
 
 @app.command()
-def demo() -> None:
-    """Run a scripted batch of simulated tools through every schedule (no API key needed)."""
+def run(
+    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+    permission_mode: ModeOpt = None,
+    scripted: ScriptedOpt = None,
+) -> None:
+    """Run a coding agent on TASK over the current directory, live.
+
+    Ctrl-C interrupts the current batch and leaves a resumable session; a second
+    Ctrl-C quits at once.
+    """
+    try:
+        code = start_session(
+            _options(model, base_url, store, json, permission_mode, scripted), task
+        )
+    except (
+        ToolweaveError
+    ) as exc:  # bad settings, a store or MCP server failing to start
+        raise _fail(exc) from exc
+    except BaseExceptionGroup as group:
+        raise _fail(_single(group)) from group
+    raise typer.Exit(code)
+
+
+@app.command()
+def resume(
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    prompt: Annotated[
+        str | None, typer.Argument(help="What to say next (default: carry on).")
+    ] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+    permission_mode: ModeOpt = None,
+    scripted: ScriptedOpt = None,
+) -> None:
+    """Continue a stored session. Calls cut off by a crash are never re-run."""
+    try:
+        options = _options(model, base_url, store, json, permission_mode, scripted)
+        code = resume_session(options, session, prompt)
+    except (
+        ToolweaveError
+    ) as exc:  # bad settings, a store or MCP server failing to start
+        raise _fail(exc) from exc
+    except BaseExceptionGroup as group:
+        raise _fail(_single(group)) from group
+    raise typer.Exit(code)
+
+
+@app.command()
+def sessions(
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option(help="How many to list.")] = 30,
+) -> None:
+    """List stored sessions, newest first."""
+    try:
+        db = open_store(store or load_settings(Path.cwd()).settings.store)
+        Console().print(render_sessions(db.list_sessions(limit=limit)))
+        db.close()
+    except (UsageError, StoreError) as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def show(
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    store: StoreOpt = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Show tool results in full.")
+    ] = False,
+) -> None:
+    """Print a session's transcript."""
+    try:
+        db = open_store(store or load_settings(Path.cwd()).settings.store)
+        console = Console()
+        for part in render_transcript(db, session, full=full):
+            console.print(part)
+        db.close()
+    except (UsageError, StoreError) as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def timeline(
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    store: StoreOpt = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="The HTML file to write.")
+    ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Open it in a browser.")
+    ] = False,
+) -> None:
+    """Write a self-contained HTML timeline of what ran in parallel."""
+    try:
+        db = open_store(store or load_settings(Path.cwd()).settings.store)
+        sid = db.find_session(session).id
+        path, bars = write_timeline(
+            db, sid, output or Path(f"toolweave-timeline-{sid[:12]}.html")
+        )
+        db.close()
+    except (UsageError, StoreError, OSError) as exc:
+        raise _fail(exc) from exc
+    Console().print(f"wrote {path} ({bars} tool calls)")
+    if open_page:
+        webbrowser.open(path.resolve().as_uri())
+
+
+@app.command()
+def config() -> None:
+    """Show the effective settings and where each value came from."""
+    try:
+        Console().print(render_config(load_settings(Path.cwd())))
+    except UsageError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def demo(
+    schedules: Annotated[
+        bool,
+        typer.Option(
+            "--schedules",
+            help="Instead: one simulated batch through every scheduling policy.",
+        ),
+    ] = False,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir", help="Where to create the workspace (default: a new temp dir)."
+        ),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """A scripted coding session over a real git workspace, then the numbers.
+
+    No API key needed: the model's replies are scripted; the tools really run.
+    """
     console = Console()
-    anyio.run(run_schedules_demo, console)
+    if schedules:
+        anyio.run(run_schedules_demo, console)
+        return
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+    result = anyio.run(
+        lambda: run_demo(
+            console, root=directory, store_path=Path(store) if store else None
+        )
+    )
+    console.print(render_summary(result.stats))
+    console.print(render_epilogue(result), soft_wrap=True)
+    if result.finished is None:
+        raise typer.Exit(130)
 
 
 @app.callback()

@@ -1,0 +1,313 @@
+"""`toolweave run` and `toolweave resume`: settings → agent → a recorded, displayed run."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+
+from ..loop import Agent
+from ..messages import Message
+from ..models import Model
+from ..sessions import SessionInfo, SessionRecorder, SQLiteSessionStore, prepare_resume
+from ..tools import Tool, ToolRegistry
+from ..tools.builtin import coding_tools
+from ..tools.mcp import open_mcp_servers
+from ._ask import TerminalAsk
+from ._build import (
+    agent_config,
+    build_model,
+    coding_system_prompt,
+    describe_access,
+    mcp_configs,
+    pricer,
+)
+from ._drive import DriveResult, drive_run, exit_code
+from ._output import JsonOutput, LiveOutput, RunOutput
+from ._script_file import load_script
+from ._settings import LoadedSettings, load_settings, toolweave_home
+from ._shell_hooks import build_shell_hooks
+from ._turns import TurnTracker
+
+__all__ = [
+    "RunOptions",
+    "default_store_path",
+    "open_store",
+    "resume_session",
+    "start_session",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """Command-line options shared by `run` and `resume`."""
+
+    cwd: Path
+    model: str | None = None
+    base_url: str | None = None
+    store: str | None = None
+    json: bool = False
+    permission_mode: str | None = None
+    scripted: Path | None = None
+    interactive: bool | None = None
+    """None: ask at the terminal only if stdin is one."""
+
+    def overrides(self) -> dict[str, object]:
+        """The options that override settings, in the settings' shape."""
+        return {"model": self.model, "base_url": self.base_url, "store": self.store}
+
+
+def default_store_path() -> Path:
+    """``~/.toolweave/sessions.db`` (``$TOOLWEAVE_HOME`` moves it)."""
+    return toolweave_home() / "sessions.db"
+
+
+def open_store(store: str | None) -> SQLiteSessionStore:
+    """The session store at `store`, or the default one."""
+    return SQLiteSessionStore(
+        Path(store).expanduser() if store else default_store_path()
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class _Launch:
+    options: RunOptions
+    loaded: LoadedSettings
+    store: SQLiteSessionStore
+    session: SessionInfo
+    workspace: Path
+    model: Model
+    model_spec: str
+    prompt: str
+    history: Sequence[Message] = ()
+
+
+def _model(options: RunOptions, loaded: LoadedSettings) -> tuple[Model, str]:
+    if options.scripted is not None:
+        return load_script(options.scripted), f"scripted:{options.scripted.name}"
+    model = build_model(loaded.settings)
+    return model, loaded.settings.model or model.name
+
+
+def _output(options: RunOptions) -> tuple[RunOutput, Console]:
+    if options.json:
+        return JsonOutput(sys.stdout), Console(stderr=True)
+    console = Console()
+    return LiveOutput(console, TurnTracker()), console
+
+
+async def _tools(stack: AsyncExitStack, launch: _Launch) -> ToolRegistry:
+    tools: list[Tool] = list(coding_tools(launch.workspace))
+    configs = mcp_configs(launch.loaded.settings.mcp_servers, launch.workspace)
+    if configs:
+        toolset = await stack.enter_async_context(open_mcp_servers(configs))
+        tools.extend(toolset)
+    return ToolRegistry(tools)
+
+
+def _agent(
+    launch: _Launch, registry: ToolRegistry, output: RunOutput, console: Console
+) -> Agent:
+    """The coding agent: settings, shell hooks and (on a terminal) the ask prompt."""
+    options, settings = launch.options, launch.loaded.settings
+    interactive = (
+        sys.stdin.isatty() if options.interactive is None else options.interactive
+    )
+    hooks = build_shell_hooks(
+        settings.hooks,
+        cwd=launch.workspace,
+        session_id=launch.session.id,
+        warn=output.note,
+    )
+    ask = TerminalAsk(console, pause=output.pause) if interactive else None
+    config = agent_config(
+        settings,
+        workspace=launch.workspace,
+        hooks=hooks,
+        ask=ask,
+        mode=options.permission_mode,
+    )
+    system = coding_system_prompt(launch.workspace, settings.system)
+    return Agent(launch.model, registry, system=system, config=config)
+
+
+async def _launch_async(launch: _Launch) -> DriveResult:
+    output, console = _output(launch.options)
+    async with AsyncExitStack() as stack:
+        registry = await _tools(stack, launch)
+        describe = describe_access(registry)
+        if isinstance(output, LiveOutput):
+            output.tracker = TurnTracker(describe)
+        agent = _agent(launch, registry, output, console)
+        sid = launch.session.id
+        recorder = SessionRecorder(
+            launch.store,
+            sid,
+            model=launch.model_spec,
+            describe=describe,
+            price=pricer(),
+        )
+        if isinstance(output, JsonOutput):
+            output.line(
+                {"type": "Session", "session_id": sid, "store": str(launch.store.path)}
+            )
+        else:
+            _header(console, launch)
+        return await drive_run(
+            agent,
+            launch.prompt,
+            history=launch.history,
+            recorder=recorder,
+            output=output,
+            handle_signals=True,
+        )
+
+
+def _header(console: Console, launch: _Launch) -> None:
+    kind = "resumed session" if launch.history else "session"
+    console.print(
+        f"[bold]toolweave[/] · {kind} [cyan]{launch.session.id[:12]}[/]"
+        f" · {escape(launch.model_spec)} · {escape(str(launch.workspace))}",
+        soft_wrap=True,
+    )
+
+
+def _epilogue(console: Console, launch: _Launch, result: DriveResult) -> None:
+    sid = launch.session.id[:12]
+    store = (
+        ""
+        if launch.store.path == default_store_path()
+        else f" --store {launch.store.path}"
+    )
+    finished = result.finished
+    if finished is None:
+        console.print(
+            f"[bold yellow]quit[/] · session [cyan]{sid}[/] kept; resume it later"
+        )
+    else:
+        usage = finished.usage
+        console.print(
+            f"[bold]{finished.reason.value}[/] · {usage.total_tokens:,} tokens"
+            f" · ${finished.cost:.4f} · session [cyan]{sid}[/]"
+            + (f" · {escape(finished.detail)}" if finished.detail else "")
+        )
+    for command in ("show", "timeline", "resume"):
+        console.print(
+            f"[dim]  toolweave {command} {sid}{escape(store)}[/]", soft_wrap=True
+        )
+
+
+def _finish(launch: _Launch) -> int:
+    try:
+        result = anyio.run(_launch_async, launch)
+    finally:
+        launch.store.close()
+    if not launch.options.json:
+        _epilogue(Console(), launch, result)
+    return exit_code(result)
+
+
+def _prepare(
+    options: RunOptions, workspace: Path, fallback_model: str | None = None
+) -> tuple[LoadedSettings, Model, str]:
+    """Settings, the model, and a dry build of the agent config.
+
+    Every ConfigError surfaces here, before anything is written to the store.
+    """
+    loaded = load_settings(workspace, overrides=options.overrides())
+    settings = loaded.settings
+    if options.scripted is None and not settings.model and fallback_model:
+        settings = settings.model_copy(update={"model": fallback_model})
+        loaded = replace(loaded, settings=settings)
+    model, spec = _model(options, loaded)
+    agent_config(
+        settings,
+        workspace=workspace,
+        hooks=None,
+        ask=None,
+        mode=options.permission_mode,
+    )
+    mcp_configs(settings.mcp_servers, workspace)
+    return loaded, model, spec
+
+
+def start_session(options: RunOptions, prompt: str) -> int:
+    """`toolweave run PROMPT`: a new session over the working directory. Blocks."""
+    workspace = options.cwd.resolve()
+    loaded, model, spec = _prepare(options, workspace)
+    store = open_store(loaded.settings.store)
+    try:
+        session = store.create_session(
+            workspace=str(workspace), model=spec, title=prompt
+        )
+    except BaseException:
+        store.close()
+        raise
+    launch = _Launch(
+        options=options,
+        loaded=loaded,
+        store=store,
+        session=session,
+        workspace=workspace,
+        model=model,
+        model_spec=spec,
+        prompt=prompt,
+    )
+    return _finish(launch)
+
+
+def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> int:
+    """`toolweave resume ID [PROMPT]`: continue a stored session. Blocks.
+
+    Calls a dead process left running are answered "interrupted, outcome
+    unknown", never run again (see `prepare_resume`). The session's model is
+    used unless one is given or configured.
+    """
+    store = open_store(
+        load_settings(options.cwd, overrides=options.overrides()).settings.store
+    )
+    try:
+        stored = store.find_session(session_id)
+        workspace = Path(stored.workspace)
+        if not workspace.is_dir():
+            workspace = options.cwd.resolve()
+        fallback = None if stored.model.startswith("scripted") else stored.model
+        loaded, model, spec = _prepare(options, workspace, fallback)
+        plan = prepare_resume(store, stored.id, prompt=prompt)
+    except BaseException:
+        store.close()
+        raise
+    note = _resume_note(plan.lost, plan.skipped, len(plan.history))
+    (Console(stderr=True) if options.json else Console()).print(note)
+    launch = _Launch(
+        options=options,
+        loaded=loaded,
+        store=store,
+        session=plan.session,
+        workspace=workspace,
+        model=model,
+        model_spec=spec,
+        prompt=plan.prompt,
+        history=plan.history,
+    )
+    return _finish(launch)
+
+
+def _resume_note(
+    lost: Sequence[object], skipped: Sequence[object], messages: int
+) -> str:
+    parts = [f"Resuming from {messages} stored messages."]
+    if lost:
+        parts.append(
+            f"{len(lost)} call(s) were running when the process died: recorded as"
+            " interrupted, outcome unknown, and not run again."
+        )
+    if skipped:
+        parts.append(f"{len(skipped)} call(s) had not started: answered as not run.")
+    return " ".join(parts)

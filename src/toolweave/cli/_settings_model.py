@@ -1,0 +1,112 @@
+"""The settings schema: what `toolweave.toml` and ``~/.toolweave/config.toml`` may hold."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "BudgetSettings",
+    "ConcurrencySettings",
+    "HookCommand",
+    "HookSettings",
+    "MCPServerSettings",
+    "PermissionSettings",
+    "Settings",
+]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class ConcurrencySettings(BaseModel):
+    """``[concurrency]``: how tool calls overlap (see `ConcurrencyConfig`)."""
+
+    model_config = _STRICT
+
+    enabled: bool = True
+    policy: Literal["all_or_nothing", "partition", "rwlock", "conflict"] = "conflict"
+    max_concurrency: int = Field(default=10, ge=1)
+    per_batch_max: int | None = Field(default=None, ge=1)
+    streaming_overlap: bool = True
+
+
+class PermissionSettings(BaseModel):
+    """``[permissions]``: the mode and Claude-Code-style allow / ask / deny rules."""
+
+    model_config = _STRICT
+
+    mode: Literal["default", "accept_edits", "bypass", "plan"] = "default"
+    allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+class HookCommand(BaseModel):
+    """One shell hook: the command gets the hook's input as JSON on stdin."""
+
+    model_config = _STRICT
+
+    command: str = Field(min_length=1)
+    matcher: str = "*"
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class HookSettings(BaseModel):
+    """``[[hooks.PreToolUse]]`` and friends, as in Claude Code's settings."""
+
+    model_config = _STRICT
+
+    PreToolUse: tuple[HookCommand, ...] = ()
+    PostToolUse: tuple[HookCommand, ...] = ()
+    PostToolUseFailure: tuple[HookCommand, ...] = ()
+    Stop: tuple[HookCommand, ...] = ()
+
+
+class MCPServerSettings(BaseModel):
+    """``[mcp_servers.NAME]``: one MCP server (see `MCPServerConfig`)."""
+
+    model_config = _STRICT
+
+    transport: Literal["stdio", "http"] = "stdio"
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+    trusted: bool = False
+    touches: tuple[str, ...] | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    startup_timeout: float = Field(default=60.0, gt=0)
+
+
+class BudgetSettings(BaseModel):
+    """``[budgets]``: hard limits of one run."""
+
+    model_config = _STRICT
+
+    max_iterations: int = Field(default=50, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_total_tokens: int | None = Field(default=None, ge=1)
+    max_wall_clock: float | None = Field(default=None, gt=0)
+
+
+class Settings(BaseModel):
+    """Every setting, each with a safe default."""
+
+    model_config = _STRICT
+
+    model: str | None = None
+    """A model spec such as ``anthropic:claude-sonnet-4-5``."""
+    base_url: str | None = None
+    """The server of an ``openai-compatible:`` model (or a proxy)."""
+    store: str | None = None
+    """The session database; None = ``~/.toolweave/sessions.db``."""
+    system: str | None = None
+    """Extra system prompt appended to the coding agent's."""
+    concurrency: ConcurrencySettings = ConcurrencySettings()
+    permissions: PermissionSettings = PermissionSettings()
+    hooks: HookSettings = HookSettings()
+    mcp_servers: dict[str, MCPServerSettings] = {}
+    budgets: BudgetSettings = BudgetSettings()

@@ -1,0 +1,153 @@
+"""`toolweave sessions` and `toolweave show`: stored sessions as tables and transcripts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from rich.console import RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ..messages import Message, Thinking, ToolCall, ToolResult
+from ..messages import Text as TextBlock
+from ..sessions import (
+    CallState,
+    RunInfo,
+    RunState,
+    SessionInfo,
+    SessionStore,
+    owner_alive,
+)
+from ._turns import call_label
+
+__all__ = ["render_sessions", "render_transcript", "run_state"]
+
+_STATUS_STYLES = {
+    "completed": "green",
+    "running": "yellow",
+    "crashed": "bold red",
+    "error": "red",
+}
+_PREVIEW_LINES = 6
+
+
+def run_state(run: RunInfo) -> str:
+    """How a run ended, or ``running`` / ``crashed (its process died)``."""
+    if run.state is RunState.RUNNING:
+        return "running" if owner_alive(run.owner) else "crashed (its process died)"
+    return str(run.reason.value if run.reason is not None else run.state.value)
+
+
+def _ago(wall: float) -> str:
+    seconds = max(0.0, time.time() - wall)
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def render_sessions(sessions: list[SessionInfo]) -> RenderableType:
+    """A table of sessions, newest first."""
+    if not sessions:
+        return Text(
+            'No sessions yet. Try `toolweave demo` or `toolweave run "a task"`.'
+        )
+    table = Table(show_edge=False, header_style="bold")
+    for name in (
+        "id",
+        "updated",
+        "status",
+        "runs",
+        "msgs",
+        "tokens",
+        "cost",
+        "model",
+        "title",
+    ):
+        table.add_column(name, no_wrap=name != "title")
+    for s in sessions:
+        table.add_row(
+            s.id[:12],
+            _ago(s.updated_wall),
+            Text(s.status, style=_STATUS_STYLES.get(s.status, "")),
+            str(s.runs),
+            str(s.messages),
+            f"{s.usage.total_tokens:,}",
+            f"${s.cost:.4f}",
+            s.model,
+            s.title,
+        )
+    return table
+
+
+def _preview(text: str, full: bool) -> str:
+    lines = text.splitlines() or [""]
+    if full or len(lines) <= _PREVIEW_LINES:
+        return "\n".join(lines)
+    return "\n".join(
+        [*lines[:_PREVIEW_LINES], f"… ({len(lines) - _PREVIEW_LINES} more lines)"]
+    )
+
+
+def _result_line(result: ToolResult, lost: set[str], full: bool) -> Text:
+    if result.call_id in lost:
+        mark, style = "? interrupted, outcome unknown", "bold yellow"
+    elif result.synthetic:
+        mark, style = "⊘ synthetic", "magenta"
+    elif result.is_error:
+        mark, style = "✗ error", "red"
+    else:
+        mark, style = "✓", "green"
+    text = Text(f"  ↳ {result.call_id} ", style="dim")
+    text.append(mark, style=style)
+    body = _preview(result.text, full)
+    text.append(
+        "\n" + "\n".join("      " + line for line in body.splitlines()), style="dim"
+    )
+    return text
+
+
+def _message(message: Message, lost: set[str], full: bool) -> Iterator[RenderableType]:
+    who = "user" if message.role == "user" else "assistant"
+    style = "bold cyan" if who == "user" else "bold green"
+    texts = [
+        b.text for b in message.blocks if isinstance(b, TextBlock) and b.text.strip()
+    ]
+    if texts or not message.tool_results:
+        yield Text(f"{who}:", style=style)
+        for text in texts:
+            yield Text("  " + _preview(text, full).replace("\n", "\n  "))
+    for block in message.blocks:
+        if isinstance(block, Thinking) and block.text:
+            yield Text(f"  (thinking) {_preview(block.text, full)}", style="dim italic")
+        elif isinstance(block, ToolCall):
+            yield Text.from_markup(
+                f"  [bold]⚙ {escape(call_label(block, 80))}[/] [dim]{escape(block.id)}[/]"
+            )
+        elif isinstance(block, ToolResult):
+            yield _result_line(block, lost, full)
+
+
+def render_transcript(
+    store: SessionStore, session_id: str, *, full: bool = False
+) -> Iterator[RenderableType]:
+    """The session's header, runs and messages, tool results shortened unless `full`."""
+    session = store.find_session(session_id)
+    yield Text.from_markup(
+        f"[bold]{escape(session.title)}[/]\n[dim]session {session.id} · {escape(session.model)}"
+        f" · {escape(session.workspace)}[/]"
+    )
+    for run in store.runs(session.id):
+        yield Text(
+            f"run {run.run}: {run_state(run)} · {run.usage.total_tokens:,} tokens · ${run.cost:.4f}"
+            + (f" · {run.detail}" if run.detail else ""),
+            style="dim",
+        )
+    lost = {c.call.id for c in store.calls(session.id) if c.state is CallState.LOST}
+    for message in store.messages(session.id):
+        yield from _message(message, lost, full)
+    yield Text(
+        f"status: {session.status}", style=_STATUS_STYLES.get(session.status, "bold")
+    )

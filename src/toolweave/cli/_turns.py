@@ -1,0 +1,146 @@
+"""The state behind the live view: one `Turn` per iteration, one `CallRow` per tool call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, final
+
+from ..events import (
+    Event,
+    IterationStarted,
+    ModelCallFinished,
+    ModelCallStarted,
+    Retry,
+    TextDelta,
+    ToolResultReady,
+    ToolRunning,
+    ToolUseStarted,
+)
+from ..events import Warning as WarningEvent
+from ..messages import ToolCall, ToolResult
+from ..sessions import AccessRecord
+from ._makespan import BatchStats, CallSpan, batch_stats
+
+__all__ = ["CallRow", "Turn", "TurnTracker", "call_label"]
+
+_LABEL_KEYS = ("command", "pattern", "path", "url", "file_path", "query")
+
+
+def call_label(call: ToolCall, width: int = 44) -> str:
+    """``name argument``: the tool and its most telling argument, shortened."""
+    arg: Any = next((call.input[k] for k in _LABEL_KEYS if k in call.input), None)
+    if arg is None:
+        arg = next((v for v in call.input.values() if isinstance(v, str)), "")
+    text = f"{call.name} {' '.join(str(arg).split())}".strip()
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass(slots=True)
+class CallRow:
+    """One call as the view shows it."""
+
+    call: ToolCall
+    access: AccessRecord | None = None
+    admitted: float | None = None
+    start: float | None = None
+    end: float | None = None
+    result: ToolResult | None = None
+
+    @property
+    def state(self) -> str:
+        """Waiting / running / done / error / synthetic."""
+        if self.result is not None:
+            if self.result.synthetic:
+                return "synthetic"
+            return "error" if self.result.is_error else "done"
+        return "running" if self.start is not None else "waiting"
+
+    def span(self) -> CallSpan:
+        """The row's timing for batch arithmetic."""
+        return CallSpan(self.start, self.end, self.access)
+
+
+@dataclass(slots=True)
+class Turn:
+    """One iteration: the model's streamed text and its tool batch."""
+
+    number: int
+    text: str = ""
+    model_start: float | None = None
+    model_end: float | None = None
+    rows: dict[str, CallRow] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def stats(self) -> BatchStats:
+        """Makespan, serial and lower bound of the batch."""
+        return batch_stats([row.span() for row in self.rows.values()])
+
+
+@final
+class TurnTracker:
+    """Folds events into turns. Loop-thread only; never blocks.
+
+    Args:
+        describe: What a call declares it touches (for the lower bound).
+    """
+
+    def __init__(
+        self, describe: Callable[[ToolCall], AccessRecord | None] | None = None
+    ) -> None:
+        self._describe = describe
+        self.turns: list[Turn] = []
+        """Every turn so far; the last is the current one."""
+        self.origin: float | None = None
+        """anyio time of the first event."""
+
+    @property
+    def current(self) -> Turn | None:
+        """The turn in progress."""
+        return self.turns[-1] if self.turns else None
+
+    def _turn(self) -> Turn:
+        if not self.turns:
+            self.turns.append(Turn(0))
+        return self.turns[-1]
+
+    def _row(self, call: ToolCall) -> CallRow:
+        turn = self._turn()
+        row = turn.rows.get(call.id)
+        if row is None:
+            access = self._describe(call) if self._describe is not None else None
+            row = turn.rows[call.id] = CallRow(call, access)
+        return row
+
+    def handle(self, event: Event) -> None:  # noqa: C901 - one branch per event kind
+        """Apply one event."""
+        if self.origin is None:
+            self.origin = event.at
+        if isinstance(event, IterationStarted):
+            self.turns.append(Turn(event.iteration))
+        elif isinstance(event, ModelCallStarted):
+            self._turn().model_start = event.at
+        elif isinstance(event, TextDelta):
+            self._turn().text += event.text
+        elif isinstance(event, ModelCallFinished):
+            turn = self._turn()
+            turn.model_end = event.at
+            for call in event.response.tool_calls:
+                self._row(call)
+            if not turn.text and event.response.text:
+                turn.text = event.response.text
+        elif isinstance(event, ToolUseStarted):
+            self._row(event.call).admitted = event.at
+        elif isinstance(event, ToolRunning):
+            turn = self._turn()
+            if event.call_id in turn.rows:
+                turn.rows[event.call_id].start = event.at
+        elif isinstance(event, ToolResultReady):
+            row = self._row(event.call)
+            row.end, row.result = event.at, event.result
+        elif isinstance(event, Retry):
+            self._turn().notes.append(
+                f"retry {event.attempt}: {event.error} (in {event.delay:.1f} s)"
+            )
+        elif isinstance(event, WarningEvent):
+            self._turn().notes.append(event.message)

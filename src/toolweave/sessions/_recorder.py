@@ -1,0 +1,344 @@
+"""SessionRecorder: writes a run to a SessionStore as its events arrive."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import final
+
+from ..events import (
+    Event,
+    IterationStarted,
+    LoopTransition,
+    ModelCallFinished,
+    ModelCallStarted,
+    ReasoningDelta,
+    Retry,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolResultReady,
+    ToolRunning,
+    ToolUseStarted,
+)
+from ..messages import Message, ToolCall, Usage
+from ._codec import event_to_json
+from ._owner import current_owner
+from ._records import AccessRecord, CallRecord, CallState, ModelCallRecord, RunState
+from ._store import RunOutcome, SessionStore
+
+__all__ = ["AccessDescriber", "Pricer", "SessionRecorder"]
+
+AccessDescriber = Callable[[ToolCall], AccessRecord | None]
+"""What a call declares it touches (for the timeline's dependency lower bound)."""
+Pricer = Callable[[str, Usage], float]
+"""USD of `usage` on the named model."""
+
+_OMIT: dict[str, tuple[str, ...]] = {
+    "RunFinished": ("messages",),
+    "ModelCallFinished": ("response",),
+    "ToolResultReady": ("result",),
+}
+_NOT_STORED = (TextDelta, ReasoningDelta)
+_STARTED = (CallState.WAITING, CallState.RUNNING, CallState.FINISHED)
+
+
+@final
+class SessionRecorder:
+    """Turns one run's events into durable session records, as the run goes.
+
+    Feed it every event of a run, in order (`record`); it writes at once, so a
+    process killed mid-run leaves everything up to the event in flight:
+    the prompt, each assistant message as soon as its response is final, each
+    tool call's progress (admitted, running, finished with its result), the
+    tool-result message once a batch is answered, model-call intervals, usage,
+    and the events themselves (text deltas excepted: the text is in the
+    messages). At `RunFinished` the loop's own transcript becomes the stored one
+    (messages the recorder could not see, such as hook context, are then added;
+    anything replaced is archived, not deleted).
+
+    Works with any loop that emits the `toolweave.events` protocol. Not
+    thread-safe: call from the task that consumes the events. Raises
+    `StoreError` when the store fails.
+
+    Args:
+        store: Where to write.
+        session_id: The session the run belongs to (created beforehand).
+        model: The model spec, recorded with the run.
+        describe: The access each call declares; None records none.
+        price: USD of a model call's usage, to keep a crashed run's cost; the
+            run's own total replaces it when the run finishes.
+        owner: ``host:pid`` recorded as the run's owner (default: this process);
+            a run whose owner is gone reads as crashed.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        *,
+        model: str,
+        describe: AccessDescriber | None = None,
+        price: Pricer | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.run: int | None = None
+        """The run number, once `RunStarted` was recorded."""
+        self.finished = False
+        """True once the run's end (or abandonment) was recorded."""
+        self._model = model
+        self._describe = describe
+        self._price = price
+        self._owner = owner or current_owner()
+        self._origin = 0.0
+        self._iteration = 0
+        self._calls: dict[str, CallRecord] = {}
+        self._attempts: dict[str, int] = {}
+        self._expected: tuple[ToolCall, ...] = ()
+        self._model_call: ModelCallRecord | None = None
+        self._usage = Usage()
+        self._cost = 0.0
+        self._last: Message | None = None
+        self._transition = ""
+
+    # -- entry points ------------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        """Write what `event` changes. Call once per event, in order."""
+        if isinstance(event, RunStarted):
+            self._run_started(event)
+        if self.run is None or self.finished:
+            return
+        if not isinstance(event, _NOT_STORED):
+            kind = type(event).__name__
+            self.store.append_event(
+                self.session_id,
+                self.run,
+                kind=kind,
+                at=event.at - self._origin,
+                data=event_to_json(event, omit=_OMIT.get(kind, ())),
+            )
+        self._apply(event)
+
+    def abandon(self, detail: str) -> None:
+        """Record that the run was left before it finished (the consumer stopped).
+
+        Calls still running stay RUNNING: their outcome is unknown, and a resume
+        answers them as interrupted. Idempotent; does nothing after `RunFinished`.
+        """
+        if self.run is None or self.finished:
+            return
+        self.finished = True
+        outcome = RunOutcome(
+            RunState.ABANDONED, detail=detail, usage=self._usage, cost=self._cost
+        )
+        self.store.finish_run(self.session_id, self.run, outcome)
+
+    # -- dispatch ------------------------------------------------------------------------
+
+    def _apply(self, event: Event) -> None:  # noqa: C901 - one branch per event kind
+        if isinstance(event, IterationStarted):
+            self._iteration_started(event)
+        elif isinstance(event, LoopTransition):
+            self._transition = event.reason
+        elif isinstance(event, ModelCallStarted):
+            self._model_started(event)
+        elif isinstance(event, TextDelta | ReasoningDelta):
+            self._first_chunk(event.at)
+        elif isinstance(event, ModelCallFinished):
+            self._model_finished(event)
+        elif isinstance(event, Retry):
+            self._discard_started()
+        elif isinstance(event, ToolUseStarted):
+            self._call_admitted(event)
+        elif isinstance(event, ToolRunning):
+            self._call_running(event)
+        elif isinstance(event, ToolResultReady):
+            self._call_finished(event)
+        elif isinstance(event, RunFinished):
+            self._run_finished(event)
+
+    def _rel(self, at: float) -> float:
+        return at - self._origin
+
+    def _append(self, message: Message) -> None:
+        assert self.run is not None
+        self.store.append_message(self.session_id, message, run=self.run)
+        self._last = message
+
+    # -- run and iterations --------------------------------------------------------------
+
+    def _run_started(self, event: RunStarted) -> None:
+        if self.run is not None:
+            return
+        stored = self.store.messages(self.session_id)
+        self._last = stored[-1] if stored else None
+        self.run = self.store.begin_run(
+            self.session_id, prompt=event.prompt, model=self._model, owner=self._owner
+        )
+        self._origin = event.at
+        self._append(Message("user", event.prompt))
+
+    def _iteration_started(self, event: IterationStarted) -> None:
+        self._iteration = event.iteration
+        self._calls, self._attempts, self._expected = {}, {}, ()
+        last = self._last
+        if last is not None and last.role == "assistant" and not last.tool_calls:
+            # The loop continued after a final answer with a user message no event
+            # carries (queued input, a stop hook): keep the transcript well-formed.
+            why = self._transition or "continued"
+            self._append(
+                Message("user", f"[toolweave: a user message ({why}) was not recorded]")
+            )
+        self._transition = ""
+
+    def _run_finished(self, event: RunFinished) -> None:
+        assert self.run is not None
+        if event.messages:
+            self.store.set_transcript(self.session_id, event.messages, run=self.run)
+        self.finished = True
+        outcome = RunOutcome(
+            RunState.FINISHED,
+            reason=event.reason,
+            detail=event.detail,
+            usage=event.usage,
+            cost=event.cost,
+        )
+        self.store.finish_run(self.session_id, self.run, outcome)
+
+    # -- model calls -----------------------------------------------------------------------
+
+    def _model_started(self, event: ModelCallStarted) -> None:
+        assert self.run is not None
+        self._model_call = ModelCallRecord(
+            session_id=self.session_id,
+            run=self.run,
+            iteration=event.iteration,
+            model=event.model,
+            started_at=self._rel(event.at),
+        )
+        self.store.put_model_call(self._model_call)
+
+    def _first_chunk(self, at: float) -> None:
+        current = self._model_call
+        if current is not None and current.first_chunk_at is None:
+            self._model_call = dataclasses.replace(
+                current, first_chunk_at=self._rel(at)
+            )
+            self.store.put_model_call(self._model_call)
+
+    def _model_finished(self, event: ModelCallFinished) -> None:
+        assert self.run is not None
+        response = event.response
+        if self._model_call is not None:
+            self._model_call = dataclasses.replace(
+                self._model_call,
+                finished_at=self._rel(event.at),
+                stop_reason=response.stop_reason.value,
+                usage=response.usage,
+            )
+            self.store.put_model_call(self._model_call)
+        self._usage = self._usage + response.usage
+        if self._price is not None:
+            self._cost += self._price(response.model or self._model, response.usage)
+        self.store.update_run_usage(self.session_id, self.run, self._usage, self._cost)
+        calls = response.tool_calls
+        self._settle_response_calls(calls)
+        if response.content:
+            self._append(response.to_message())
+        self._expected = calls
+        self._maybe_answer()
+
+    def _settle_response_calls(self, calls: tuple[ToolCall, ...]) -> None:
+        """Give every call of the final response its position; drop strays of dead attempts."""
+        ids = {c.id for c in calls}
+        for call_id in [i for i in self._calls if i not in ids]:
+            self._put(
+                dataclasses.replace(self._calls.pop(call_id), state=CallState.DISCARDED)
+            )
+        for index, call in enumerate(calls):
+            record = self._calls.get(call.id)
+            if record is None:
+                record = self._new_call(call, index, CallState.PENDING)
+            self._put(dataclasses.replace(record, index=index, call=call))
+
+    def _discard_started(self) -> None:
+        """A retry voids the dead attempt's eagerly started calls (seed 002 §11.2)."""
+        for call_id, record in list(self._calls.items()):
+            if record.state is not CallState.PENDING:
+                self._put(dataclasses.replace(record, state=CallState.DISCARDED))
+                del self._calls[call_id]
+
+    # -- tool calls ------------------------------------------------------------------------
+
+    def _new_call(self, call: ToolCall, index: int, state: CallState) -> CallRecord:
+        assert self.run is not None
+        attempt = self._attempts.get(call.id, 0) + 1
+        self._attempts[call.id] = attempt
+        access = self._describe(call) if self._describe is not None else None
+        return CallRecord(
+            self.session_id,
+            self.run,
+            self._iteration,
+            call,
+            index=index,
+            attempt=attempt,
+            state=state,
+            access=access,
+        )
+
+    def _put(self, record: CallRecord) -> None:
+        if record.state is not CallState.DISCARDED:
+            self._calls[record.call.id] = record
+        self.store.put_call(record)
+
+    def _call_admitted(self, event: ToolUseStarted) -> None:
+        record = self._calls.get(event.call.id)
+        if record is not None and record.state in _STARTED:
+            self._put(dataclasses.replace(record, state=CallState.DISCARDED))
+            record = None
+        if record is None:
+            record = self._new_call(event.call, len(self._calls), CallState.PENDING)
+        self._put(
+            dataclasses.replace(
+                record, state=CallState.WAITING, admitted_at=self._rel(event.at)
+            )
+        )
+
+    def _call_running(self, event: ToolRunning) -> None:
+        record = self._calls.get(event.call_id)
+        if record is not None:
+            self._put(
+                dataclasses.replace(
+                    record, state=CallState.RUNNING, running_at=self._rel(event.at)
+                )
+            )
+
+    def _call_finished(self, event: ToolResultReady) -> None:
+        record = self._calls.get(event.call.id)
+        if record is None:
+            record = self._new_call(event.call, len(self._calls), CallState.PENDING)
+        self._put(
+            dataclasses.replace(
+                record,
+                state=CallState.FINISHED,
+                finished_at=self._rel(event.at),
+                result=event.result,
+            )
+        )
+        self._maybe_answer()
+
+    def _maybe_answer(self) -> None:
+        """Once every call of the response has a result, store the results message."""
+        if not self._expected:
+            return
+        results = []
+        for call in self._expected:
+            record = self._calls.get(call.id)
+            if record is None or record.result is None:
+                return
+            results.append(record.result)
+        self._expected = ()
+        self._append(Message("user", tuple(results)))

@@ -1,0 +1,152 @@
+"""Resuming a session: answer what a dead process left unanswered, never re-run it."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .._exceptions import StoreError
+from ..messages import Message, ToolCall, ToolResult
+from ._records import CallRecord, CallState, SessionInfo
+from ._store import SessionStore
+
+__all__ = [
+    "RESUME_PROMPT",
+    "ResumePlan",
+    "lost_result",
+    "prepare_resume",
+    "skipped_result",
+]
+
+RESUME_PROMPT = (
+    "[toolweave] This session was interrupted and has been resumed. Continue the task."
+    " Tool calls marked as interrupted may or may not have taken effect: check before"
+    " repeating them."
+)
+"""The prompt a resume sends when none is given and the session has none pending."""
+
+
+def lost_result(call: ToolCall) -> ToolResult:
+    """The answer to a call that was running when its process died."""
+    return ToolResult(
+        call.id,
+        f"Interrupted, outcome unknown: the process running this session stopped while"
+        f" the tool {call.name!r} was running, so whether it took effect (fully, partly"
+        " or not at all) is unknown. It was not run again; check its effects before"
+        " repeating it.",
+        is_error=True,
+        synthetic=True,
+    )
+
+
+def skipped_result(call: ToolCall) -> ToolResult:
+    """The answer to a call that had not started when its process died."""
+    return ToolResult(
+        call.id,
+        f"Not run: the process running this session stopped before the tool"
+        f" {call.name!r} started. It was never started.",
+        is_error=True,
+        synthetic=True,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumePlan:
+    """What `prepare_resume` decided: the history to continue from and the prompt."""
+
+    session: SessionInfo
+    """The session."""
+    history: tuple[Message, ...]
+    """The stored transcript, every tool call answered."""
+    prompt: str
+    """The prompt the resumed run starts with."""
+    lost: tuple[CallRecord, ...] = ()
+    """Calls that were running when the process died (answered: outcome unknown)."""
+    skipped: tuple[CallRecord, ...] = ()
+    """Calls that had not started (answered: not run)."""
+
+
+def _latest_records(
+    store: SessionStore, session_id: str, calls: tuple[ToolCall, ...]
+) -> dict[str, CallRecord]:
+    ids = {c.id for c in calls}
+    found: dict[str, CallRecord] = {}
+    for record in store.calls(session_id):  # ordered: later runs and iterations last
+        if record.call.id in ids and record.state is not CallState.DISCARDED:
+            found[record.call.id] = record
+    return found
+
+
+def _answer_cut_batch(
+    store: SessionStore, session: SessionInfo, calls: tuple[ToolCall, ...]
+) -> tuple[Message, list[CallRecord], list[CallRecord]]:
+    records = _latest_records(store, session.id, calls)
+    results: list[ToolResult] = []
+    lost: list[CallRecord] = []
+    skipped: list[CallRecord] = []
+    for call in calls:
+        record = records.get(call.id)
+        if record is not None and record.result is not None:
+            results.append(record.result)
+            continue
+        started = record is not None and record.state in (
+            CallState.RUNNING,
+            CallState.LOST,
+        )
+        result = lost_result(call) if started else skipped_result(call)
+        results.append(result)
+        if record is not None:
+            state = CallState.LOST if started else CallState.SKIPPED
+            updated = dataclasses.replace(record, state=state, result=result)
+            store.put_call(updated)
+            (lost if started else skipped).append(updated)
+    return Message("user", tuple(results)), lost, skipped
+
+
+def prepare_resume(
+    store: SessionStore, id_or_prefix: str, *, prompt: str | None = None
+) -> ResumePlan:
+    """Repair a stored session so it can continue, and say how.
+
+    If the transcript ends with tool calls a dead process never answered, each
+    gets its stored result if it finished, "interrupted, outcome unknown" if it
+    was running, or "not run" if it had not started; nothing is run again. The
+    answers are written to the store before this returns. Without `prompt`, an
+    unanswered final user prompt is sent again (its stored copy is archived, the
+    run records it anew); otherwise `RESUME_PROMPT` is used.
+
+    Raises:
+        StoreError: unknown session, a session another live process is running,
+            or a session that finished normally and no `prompt` was given.
+    """
+    session = store.find_session(id_or_prefix)
+    if session.status == "running":
+        raise StoreError(f"session {session.id[:12]} is being run by a live process")
+    messages = store.messages(session.id)
+    if not messages:
+        raise StoreError(f"session {session.id[:12]} has no messages to continue from")
+    run = max(session.runs, 1)
+    lost: list[CallRecord] = []
+    skipped: list[CallRecord] = []
+    last = messages[-1]
+    if last.role == "assistant" and last.tool_calls:
+        answer, lost, skipped = _answer_cut_batch(store, session, last.tool_calls)
+        store.append_message(session.id, answer, run=run)
+        messages.append(answer)
+    elif prompt is None and last.role == "user" and not last.tool_results:
+        prompt = last.text
+        messages.pop()
+        store.set_transcript(session.id, messages, run=run)
+    if prompt is None:
+        if session.status == "completed":
+            raise StoreError(
+                f"session {session.id[:12]} completed; give a prompt to continue it"
+            )
+        prompt = RESUME_PROMPT
+    return ResumePlan(
+        session=session,
+        history=tuple(messages),
+        prompt=prompt,
+        lost=tuple(lost),
+        skipped=tuple(skipped),
+    )
