@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,17 +14,16 @@ _LOOPBACK_PREFIXES = ("127.", "::1", "localhost")
 
 def _guarded_connect(self: socket.socket, address: Any) -> Any:
     host = address[0] if isinstance(address, tuple) else address
-    if isinstance(host, str) and self.family in (socket.AF_INET, socket.AF_INET6):
-        if not host.startswith(_LOOPBACK_PREFIXES):
-            raise AssertionError(f"test tried a non-loopback address: {address!r}")
+    inet = self.family in (socket.AF_INET, socket.AF_INET6)
+    if inet and isinstance(host, str) and not host.startswith(_LOOPBACK_PREFIXES):
+        raise AssertionError(f"test tried a non-loopback address: {address!r}")
     return _real_connect(self, address)
 
 
 @pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail any test that tries to reach a non-loopback address."""
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
-    yield
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -48,7 +46,9 @@ def _hypothesis_profiles() -> None:
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
     settings.register_profile(
-        "dev", deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+        "dev",
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
     settings.load_profile("ci" if os.environ.get("CI") else "dev")
 

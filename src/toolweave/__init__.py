@@ -8,6 +8,7 @@ from . import execution as execution
 from . import loop as loop
 from . import models as models
 from . import scheduling as scheduling
+from . import sessions as sessions
 from . import tools as tools
 from ._exceptions import AuthenticationError as AuthenticationError
 from ._exceptions import BadRequestError as BadRequestError
@@ -118,6 +119,7 @@ __all__ = [
     "loop",
     "models",
     "scheduling",
+    "sessions",
     "tool",
     "tools",
 ]

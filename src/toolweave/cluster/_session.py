@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TypeAlias, cast
+from typing import TypeAlias
 
 from .._exceptions import ConfigError
 from ..events import Event
@@ -118,7 +118,7 @@ async def run_session(
     failure: Exception | None = None
     async with agent.open_run(task.prompt) as run:
         # events() is an async generator; close it even when we stop early
-        events = cast("AsyncGenerator[Event, None]", run.events())
+        events = run.events()
         async with aclosing(events):
             async for event in events:
                 try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -173,8 +174,11 @@ class Agent:
         Iterate it to the end, or close it (``contextlib.aclosing``) when you stop
         early: closing interrupts the run and waits for it to end cleanly.
         """
-        async with self.open_run(prompt, history=history) as run:
-            async for event in run.events():
+        async with (
+            self.open_run(prompt, history=history) as run,
+            contextlib.aclosing(run.events()) as events,
+        ):
+            async for event in events:
                 yield event
 
     async def run(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, final
 
 import anyio
@@ -69,7 +69,7 @@ class AgentRun:
         """
         self._loop.control.queue.append(text)
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncGenerator[Event, None]:
         """Every event of the run, in order; the last is `RunFinished`. One consumer only."""
         if self._consumed:
             raise UsageError("AgentRun.events() can be iterated only once")

@@ -6,10 +6,7 @@ import re
 from typing import Any
 
 from .._exceptions import ConfigError
-from ._anthropic import AnthropicModel
 from ._base import Model
-from ._openai_chat import OpenAIChatModel
-from ._openai_responses import OpenAIResponsesModel
 
 __all__ = ["resolve_model"]
 
@@ -45,15 +42,24 @@ def resolve_model(
         provider, name = _guess_provider(spec), spec
     if not name:
         raise ConfigError(f"model spec {spec!r} names no model")
+    # Providers import their SDKs lazily (see the package docstring).
     if provider == "anthropic":
+        from ._anthropic import AnthropicModel
+
         return AnthropicModel(name, api_key, base_url, **options)
     if provider == "openai":
+        from ._openai_chat import OpenAIChatModel
+
         return OpenAIChatModel(name, api_key, base_url, **options)
     if provider == "openai-responses":
+        from ._openai_responses import OpenAIResponsesModel
+
         return OpenAIResponsesModel(name, api_key, base_url, **options)
     if provider == "openai-compatible":
         if base_url is None:
             raise ConfigError(f"{spec!r}: an OpenAI-compatible server needs base_url")
+        from ._openai_chat import OpenAIChatModel
+
         return OpenAIChatModel(name, api_key, base_url, compatible=True, **options)
     raise ConfigError(
         f"unknown model provider {provider!r} in {spec!r}; use anthropic:, openai:, "

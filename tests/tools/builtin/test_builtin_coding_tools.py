@@ -74,3 +74,21 @@ def test_permission_subjects(root: Path, outside: Path) -> None:
 def test_root_must_exist(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         coding_tools(tmp_path / "missing")
+
+
+def test_every_read_only_tool_passes_the_parallel_gate(tmp_path: Path) -> None:
+    from toolweave.messages import ToolCall
+    from toolweave.scheduling import classify
+    from toolweave.tools import ToolRegistry
+
+    registry = ToolRegistry(coding_tools(tmp_path))
+    for name, args in [
+        ("read", {"path": "a.py"}),
+        ("glob", {"pattern": "*.py"}),
+        ("grep", {"pattern": "x"}),
+        ("bash", {"command": "ls"}),
+        ("web_fetch", {"url": "http://127.0.0.1/"}),
+        ("todo_read", {}),
+    ]:
+        plan = classify(ToolCall("c", name, args), registry)
+        assert plan.parallel_ok, (name, plan.reason)

@@ -60,7 +60,9 @@ class GlobTool(Tool):
             concurrency=Concurrency.SAFE,
             access=self._access,
             interrupt=Interrupt.CANCEL,
-            runs_in_thread=True,
+            # The walk runs on a worker thread but checks for cancellation at
+            # each directory, so a cancel does stop it: the gate may overlap it.
+            runs_in_thread=False,
         )
 
     def permission_subject(self, args: dict[str, Any]) -> PurePath:
