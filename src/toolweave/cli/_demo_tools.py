@@ -9,12 +9,12 @@ scheduling and the work itself are untouched.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any, final
 
 import anyio
 
-from ..tools import Access, Concurrency, PermissionCheck, Tool, ToolContext
+from ..tools import Tool, ToolContext, WrappedTool
 from ..tools.builtin import coding_tools
 
 __all__ = ["DEMO_LATENCY", "PaddedTool", "demo_tools"]
@@ -29,70 +29,13 @@ DEMO_LATENCY: Mapping[str, float] = {
 
 
 @final
-class PaddedTool(Tool):
+class PaddedTool(WrappedTool):
     """Delegates everything to `inner`; `call` first sleeps `latency` seconds (anyio time)."""
 
     def __init__(self, inner: Tool, latency: float) -> None:
-        super().__init__(
-            name=inner.name,
-            description=inner.description,
-            input_model=inner.input_model,
-            concurrency=inner.concurrency,
-            access=inner.access,
-            interrupt=inner.interrupt,
-            timeout=inner.timeout,
-            max_result_chars=inner.max_result_chars,
-            aliases=inner.aliases,
-            hidden=inner.hidden,
-            abort_siblings_on_error=inner.abort_siblings_on_error,
-            replaceable_output=inner.replaceable_output,
-            runs_in_thread=inner.runs_in_thread,
-        )
-        self.inner = inner
-        """The real tool."""
+        super().__init__(inner)
         self.latency = latency
         """Seconds added before each call."""
-
-    def parse(self, raw: Mapping[str, Any]) -> dict[str, Any]:
-        """As the inner tool."""
-        return self.inner.parse(raw)
-
-    def concurrency_for(self, args: dict[str, Any]) -> Concurrency:
-        """As the inner tool."""
-        return self.inner.concurrency_for(args)
-
-    def access_for(self, args: dict[str, Any]) -> Access | None:
-        """As the inner tool."""
-        return self.inner.access_for(args)
-
-    @property
-    def needs_prepare(self) -> bool:
-        """As the inner tool."""
-        return self.inner.needs_prepare
-
-    async def prepare(self) -> None:
-        """As the inner tool."""
-        await self.inner.prepare()
-
-    async def validate_input(
-        self, args: dict[str, Any], ctx: ToolContext
-    ) -> str | None:
-        """As the inner tool."""
-        return await self.inner.validate_input(args, ctx)
-
-    async def check_permissions(
-        self, args: dict[str, Any], ctx: ToolContext
-    ) -> PermissionCheck:
-        """As the inner tool."""
-        return await self.inner.check_permissions(args, ctx)
-
-    def permission_subject(self, args: dict[str, Any]) -> str | PurePath | None:
-        """As the inner tool."""
-        return self.inner.permission_subject(args)
-
-    def input_schema(self) -> dict[str, Any]:
-        """As the inner tool."""
-        return self.inner.input_schema()
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Wait `latency` seconds, then run the inner tool. A checkpoint."""

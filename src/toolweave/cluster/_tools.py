@@ -5,20 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import aclosing
 from functools import cache
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any, final
 
 from .._exceptions import ClusterError, ConfigError
 from ..execution import ToolOutput
 from ..messages import ToolCall
-from ..tools import (
-    Access,
-    Concurrency,
-    PermissionCheck,
-    SessionState,
-    Tool,
-    ToolContext,
-)
+from ..tools import SessionState, Tool, ToolContext, WrappedTool
 from ._pump import Emit, pump
 from ._ray import require_ray
 from ._stream import remote_items
@@ -88,7 +81,7 @@ def _remote_call() -> Any:
 
 
 @final
-class RayTool(Tool):
+class RayTool(WrappedTool):
     """A local stand-in that runs `inner` as one Ray task per call.
 
     Every declaration is the inner tool's (name, schema, concurrency, access,
@@ -118,58 +111,16 @@ class RayTool(Tool):
     def __init__(
         self, inner: Tool, *, options: Mapping[str, Any] | None = None
     ) -> None:
-        super().__init__(
-            name=inner.name,
-            description=inner.description,
-            input_model=inner.input_model,
-            concurrency=inner.concurrency,
-            access=inner.access,
-            interrupt=inner.interrupt,
-            timeout=inner.timeout,
-            max_result_chars=inner.max_result_chars,
-            aliases=inner.aliases,
-            hidden=inner.hidden,
-            abort_siblings_on_error=inner.abort_siblings_on_error,
-            replaceable_output=inner.replaceable_output,
-            placement="ray",
-            resources=inner.resources,
-        )
-        self.inner = inner
-        """The tool that runs remotely."""
+        # The remote call awaits its Ray task from anyio, so it can always be
+        # cancelled (ray.cancel), whatever the inner tool's own threading.
+        super().__init__(inner, placement="ray", runs_in_thread=False)
         self.task_options = ray_task_options(inner.resources, options)
         """The Ray ``.options(...)`` of every call's task."""
 
-    def parse(self, raw: Mapping[str, Any]) -> dict[str, Any]:
-        """The inner tool's validation."""
-        return self.inner.parse(raw)
-
-    def concurrency_for(self, args: dict[str, Any]) -> Concurrency:
-        """The inner tool's concurrency."""
-        return self.inner.concurrency_for(args)
-
-    def access_for(self, args: dict[str, Any]) -> Access | None:
-        """The inner tool's access claims."""
-        return self.inner.access_for(args)
-
-    async def validate_input(
-        self, args: dict[str, Any], ctx: ToolContext
-    ) -> str | None:
-        """The inner tool's check, run locally."""
-        return await self.inner.validate_input(args, ctx)
-
-    async def check_permissions(
-        self, args: dict[str, Any], ctx: ToolContext
-    ) -> PermissionCheck:
-        """The inner tool's permission opinion, run locally."""
-        return await self.inner.check_permissions(args, ctx)
-
-    def permission_subject(self, args: dict[str, Any]) -> str | PurePath | None:
-        """The inner tool's permission subject."""
-        return self.inner.permission_subject(args)
-
-    def input_schema(self) -> dict[str, Any]:
-        """The inner tool's schema."""
-        return self.inner.input_schema()
+    @property
+    def needs_prepare(self) -> bool:
+        """False: a readiness step would run here, not on the worker that calls."""
+        return False
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Submit the call as a Ray task and wait for it; see the class docstring.

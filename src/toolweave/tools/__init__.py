@@ -15,6 +15,7 @@ from ._threads import run_in_worker_thread as run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._tool import PermissionCheck as PermissionCheck
 from ._tool import Tool as Tool
+from ._wrapped import WrappedTool as WrappedTool
 from .builtin import coding_tools as coding_tools
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolRegistry",
+    "WrappedTool",
     "coding_tools",
     "keys_overlap",
     "run_in_worker_thread",
