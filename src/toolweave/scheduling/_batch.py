@@ -125,7 +125,8 @@ class Batch:
         self.plans: list[CallPlan] = []
         self.results: list[ToolResult | None] = []
         self._deps: list[tuple[int, ...]] = []
-        self._done: list[anyio.Event] = []
+        self._done: list[anyio.Event | None] = []
+        self._finished: list[bool] = []
         self._state: list[_State] = []
         self._scopes: list[anyio.CancelScope | None] = []
         self._why: list[str | None] = []
@@ -167,7 +168,8 @@ class Batch:
         self.plans.append(plan)
         self.results.append(None)
         self._deps.append(())
-        self._done.append(anyio.Event())
+        self._done.append(None)
+        self._finished.append(False)
         self._state.append(_State.PENDING)
         self._scopes.append(None)
         self._why.append(None)
@@ -257,9 +259,13 @@ class Batch:
 
     async def _wait_for(self, deps: Sequence[int]) -> None:
         for dep in deps:
+            if self._finished[dep]:
+                continue
+            # Events are made only for calls someone actually waits on.
             done = self._done[dep]
-            if not done.is_set():
-                await done.wait()
+            if done is None:
+                done = self._done[dep] = anyio.Event()
+            await done.wait()
 
     # -- one call ------------------------------------------------------------------
 
@@ -309,8 +315,14 @@ class Batch:
         # everything it waited for is done, or a later call could overtake them.
         await self._wait_for(self._deps[index])
 
+    def _mark_done(self, index: int) -> None:
+        self._finished[index] = True
+        done = self._done[index]
+        if done is not None:
+            done.set()
+
     def _settle(self, index: int) -> None:
-        self._done[index].set()
+        self._mark_done(index)
         self._outstanding -= 1
         self._check_settled()
 
@@ -400,7 +412,7 @@ class Batch:
             call = self.calls[index]
             if self._state[index] is _State.RUNNING:
                 self._record(index, stopped_while_running(call, CLOSED))
-                self._done[index].set()
+                self._mark_done(index)
             elif self._state[index] is _State.ADMITTED:
                 self.complete_externally(index, not_run(call, CLOSED))
 
@@ -424,7 +436,7 @@ class Batch:
         """Record a result produced outside the engine (after admission ended)."""
         self._host.waiting -= 1
         self._record(index, result)
-        self._done[index].set()
+        self._mark_done(index)
 
     def collected(self) -> list[ToolResult]:
         """The results in call order; every call must have one."""

@@ -95,6 +95,8 @@ class _Conflict:
 
     def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
         access = plans[index].access
+        if not access.reads and not access.writes:
+            return ()  # touches nothing shared
         touched = access.reads + access.writes
         found: set[int] = set()
         if touched:

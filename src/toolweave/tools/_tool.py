@@ -86,6 +86,7 @@ class Tool:
         """What the model is told the tool does."""
         self.input_model = input_model
         """The pydantic model inputs are validated against."""
+        self._field_names = tuple(input_model.model_fields)
         self.concurrency = concurrency
         """A Concurrency, or a callable of the validated input."""
         self.access = access
@@ -128,7 +129,7 @@ class Tool:
             model = self.input_model.model_validate(dict(raw))
         except ValidationError as exc:
             raise ToolInputError(format_validation_error(self.name, exc)) from exc
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        return {name: getattr(model, name) for name in self._field_names}
 
     def concurrency_for(self, args: dict[str, Any]) -> Concurrency:
         """The concurrency of a call with validated `args`; SEQUENTIAL if unsure.
