@@ -217,12 +217,10 @@ async def test_sync_tools_get_enough_worker_threads() -> None:
         return key
 
     reg = tw.ToolRegistry([wait_for_all])
-    before = threading.active_count()
     out = await Dispatcher(ConcurrencyConfig(max_concurrency=8)).dispatch(
         calls(*[("wait_for_all", str(i)) for i in range(8)]), reg, runner_for(reg)
     )
     assert [r.content for r in out] == [str(i) for i in range(8)]
-    assert threading.active_count() >= before
 
 
 async def test_disabled_config_is_a_plain_loop_in_the_calling_task() -> None:
