@@ -21,7 +21,7 @@ from .._exceptions import (
     ModelError,
     ModelServerError,
 )
-from ._errors import classify_status, describe, parse_retry_after
+from ._errors import ErrorTable, classify_status, describe, parse_retry_after
 
 __all__ = ["ANTHROPIC_ROOTS", "map_anthropic_error", "table_entry"]
 
@@ -73,19 +73,10 @@ _BY_NAME: dict[str, type[ModelError]] = {
 }
 
 
-def table_entry(cls: type[BaseException]) -> type[BaseException] | None:
-    """The nearest ancestor of `cls` (itself included) that the seam maps, or None."""
-    for klass in cls.__mro__:
-        if klass in _TABLE or f"{klass.__module__}.{klass.__qualname__}" in _BY_NAME:
-            return klass
-    return None
-
-
-def _neutral_for(cls: type[BaseException]) -> type[ModelError] | None:
-    entry = table_entry(cls)
-    if entry is None:
-        return None
-    return _TABLE.get(entry) or _BY_NAME[f"{entry.__module__}.{entry.__qualname__}"]
+_SEAM = ErrorTable(_TABLE, _BY_NAME)
+table_entry = _SEAM.entry
+"""The nearest ancestor of a class (itself included) that the seam maps, or None."""
+_neutral_for = _SEAM.neutral_for
 
 
 def map_anthropic_error(exc: BaseException) -> ModelError | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
@@ -23,6 +24,7 @@ from .._exceptions import (
 )
 
 __all__ = [
+    "ErrorTable",
     "classify_status",
     "describe",
     "names_parameter",
@@ -146,3 +148,35 @@ def describe(exc: BaseException) -> str:
     if cause is not None and str(cause) and str(cause) not in text:
         text += f" ({type(cause).__name__}: {cause})"
     return text
+
+
+def _dotted(cls: type[BaseException]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorTable:
+    """One SDK's exception classes mapped to the neutral taxonomy.
+
+    `by_class` holds classes the SDK exports; `by_name` holds classes from its
+    private modules by dotted name, so mapping them costs no import.
+    """
+
+    by_class: Mapping[type[BaseException], type[ModelError]]
+    """Exception class -> neutral class."""
+    by_name: Mapping[str, type[ModelError]]
+    """``module.QualName`` -> neutral class."""
+
+    def entry(self, cls: type[BaseException]) -> type[BaseException] | None:
+        """The nearest ancestor of `cls` (itself included) the table maps, or None."""
+        for klass in cls.__mro__:
+            if klass in self.by_class or _dotted(klass) in self.by_name:
+                return klass
+        return None
+
+    def neutral_for(self, cls: type[BaseException]) -> type[ModelError] | None:
+        """The neutral class for `cls`, through its nearest mapped ancestor."""
+        entry = self.entry(cls)
+        if entry is None:
+            return None
+        return self.by_class.get(entry) or self.by_name[_dotted(entry)]
