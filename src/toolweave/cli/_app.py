@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import webbrowser
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -128,17 +130,22 @@ def run(
     Ctrl-C interrupts the current batch and leaves a resumable session; a second
     Ctrl-C quits at once.
     """
-    try:
+    with _session_errors():
         code = start_session(
             _options(model, base_url, store, json, permission_mode, scripted), task
         )
-    except (
-        ToolweaveError
-    ) as exc:  # bad settings, a store or MCP server failing to start
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _session_errors() -> Iterator[None]:
+    """Bad settings, or a store or MCP server failing to start: a clean error exit."""
+    try:
+        yield
+    except ToolweaveError as exc:
         raise _fail(exc) from exc
     except BaseExceptionGroup as group:
         raise _fail(_single(group)) from group
-    raise typer.Exit(code)
 
 
 @app.command()
@@ -155,15 +162,9 @@ def resume(
     scripted: ScriptedOpt = None,
 ) -> None:
     """Continue a stored session. Calls cut off by a crash are never re-run."""
-    try:
+    with _session_errors():
         options = _options(model, base_url, store, json, permission_mode, scripted)
         code = resume_session(options, session, prompt)
-    except (
-        ToolweaveError
-    ) as exc:  # bad settings, a store or MCP server failing to start
-        raise _fail(exc) from exc
-    except BaseExceptionGroup as group:
-        raise _fail(_single(group)) from group
     raise typer.Exit(code)
 
 
