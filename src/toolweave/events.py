@@ -3,6 +3,8 @@
 Every event is a frozen dataclass with the anyio time it was created (`at`), so
 that under trio's MockClock timelines are exact. Tool events carry the call id:
 `ToolUseStarted` arrives in call order, `ToolResultReady` in completion order.
+`MessageAppended` and `TranscriptReplaced` report every change of a run's
+transcript as it happens, so a consumer can mirror it exactly.
 Events are created inside an event loop (they read `anyio.current_time()`).
 """
 
@@ -22,6 +24,7 @@ __all__ = [
     "Event",
     "IterationStarted",
     "LoopTransition",
+    "MessageAppended",
     "ModelCallFinished",
     "ModelCallStarted",
     "ReasoningDelta",
@@ -33,6 +36,7 @@ __all__ = [
     "ToolResultReady",
     "ToolRunning",
     "ToolUseStarted",
+    "TranscriptReplaced",
     "Warning",
 ]
 
@@ -259,6 +263,38 @@ class RunFinished:
     """anyio time of the event."""
 
 
+@dataclass(frozen=True, slots=True)
+class MessageAppended:
+    """A message joined the run's transcript, exactly as the model will see it.
+
+    Emitted for every message the loop appends (the prompt, each assistant
+    response, each tool-results message as finally sent, injected input, stop
+    hook continuations), right when it is appended. Applying these events (and
+    `TranscriptReplaced`) to the run's history, in order, gives its transcript.
+    """
+
+    message: Message
+    """The message."""
+    index: int
+    """Its 0-based position in the transcript (a resumed run's history included)."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptReplaced:
+    """The loop rewrote the run's transcript (compaction, prompt-too-long recovery)."""
+
+    messages: tuple[Message, ...]
+    """The whole new transcript."""
+    reason: str
+    """Why: ``"auto"`` or ``"prompt_too_long"`` (as in `CompactBoundary`)."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
 Event: TypeAlias = (
     RunStarted
     | IterationStarted
@@ -275,5 +311,7 @@ Event: TypeAlias = (
     | LoopTransition
     | Warning
     | RunFinished
+    | MessageAppended
+    | TranscriptReplaced
 )
 """Any event a run can emit."""

@@ -158,5 +158,10 @@ async def test_cancelled_from_outside_still_ends_honestly() -> None:
     assert run.result is not None
     assert run.result.completion_reason is CompletionReason.INTERRUPTED
     assert "cancelled from outside" in run.result.detail
-    assert len(run.result.messages) == 1  # the unanswered batch was never recorded
+    # The response was recorded before its tool ran; the cut call is answered honestly.
+    _, assistant, answer = run.result.messages
+    assert [c.id for c in assistant.tool_calls] == ["s"]
+    (result,) = answer.tool_results
+    assert result.is_error and result.synthetic
+    assert "outcome unknown" in result.text and "cancelled" in result.text
     assert_provider_valid(run.result.messages)

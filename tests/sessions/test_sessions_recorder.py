@@ -140,7 +140,7 @@ async def test_everything_up_to_the_call_in_flight_is_durable_mid_run(
     assert store.find_session(recorder.session_id).status == "completed"
 
 
-async def test_a_user_message_the_events_do_not_carry_becomes_a_placeholder(
+async def test_a_stop_hook_continuation_is_stored_as_the_model_saw_it(
     tmp_path: Path,
 ) -> None:
     hooks = Hooks()
@@ -159,7 +159,8 @@ async def test_a_user_message_the_events_do_not_carry_becomes_a_placeholder(
             recorder.record(event)
     stored = store.messages(recorder.session_id)
     assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
-    assert "stop_hook_blocked" in stored[2].text and "not recorded" in stored[2].text
+    assert stored[2].text == "A stop hook asked you to continue:\ncheck the tests"
+    assert stored[:3] == list(model.requests[1].messages)  # exactly what was sent
     assert transcript_problems(stored) == []
     assert asked == [False, True]
 
@@ -222,3 +223,22 @@ async def test_store_messages_survive_a_second_run_appended(tmp_path: Path) -> N
         events[-1].messages[-1],
     ]
     assert [r.run for r in store.runs(recorder.session_id)] == [1, 2]
+
+
+async def test_a_history_the_store_does_not_hold_is_repaired_at_the_end(
+    tmp_path: Path, allow_drift: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    recorder = _recorder(store, ToolRegistry([]))
+    await _run(Agent(ScriptedModel([say("one")])), recorder, "first")
+    earlier = store.messages(recorder.session_id)
+    again = SessionRecorder(store, recorder.session_id, model="scripted")
+    events = await _run(Agent(ScriptedModel([say("two")])), again, "second")
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)  # a run that ignored the stored history
+    drift = [r.getMessage() for r in caplog.records if r.name == "toolweave.sessions"]
+    assert len(drift) == 2  # once when it began to drift, once at the end
+    assert "history differs" in drift[0] and "storing the run's" in drift[1]
+    assert store.messages(again.session_id) == list(finished.messages)
+    archived = store.messages(again.session_id, archived=True)
+    assert archived[:2] == earlier  # replaced, never deleted

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._exceptions import ToolError
-from ..events import Event, RunFinished, ToolResultReady
+from ..events import (
+    Event,
+    MessageAppended,
+    RunFinished,
+    ToolResultReady,
+    TranscriptReplaced,
+)
 from ..messages import Message, ToolResult
 
 __all__ = [
@@ -92,11 +98,17 @@ def _plain_extra(extra: Mapping[str, Any]) -> dict[str, Any]:
 def portable_event(event: Event) -> Event:
     """`event` without the parts that only make sense in the worker's process.
 
-    Context modifiers are dropped from tool results and `RunFinished.extra`
-    keeps only JSON values; everything the transcript holds is unchanged.
+    Context modifiers are dropped from tool results (in `ToolResultReady` and
+    in every message an event carries) and `RunFinished.extra` keeps only JSON
+    values; everything the transcript holds is unchanged.
     """
     if isinstance(event, ToolResultReady):
         return dataclasses.replace(event, result=_plain_result(event.result))
+    if isinstance(event, MessageAppended):
+        return dataclasses.replace(event, message=_plain_message(event.message))
+    if isinstance(event, TranscriptReplaced):
+        plain = tuple(_plain_message(m) for m in event.messages)
+        return dataclasses.replace(event, messages=plain)
     if isinstance(event, RunFinished):
         return dataclasses.replace(
             event,

@@ -17,6 +17,7 @@ from ._context import ContextRequest as ContextRequest
 from ._context import DirectorySummaryContext as DirectorySummaryContext
 from ._context import EnvironmentContext as EnvironmentContext
 from ._context import GitContext as GitContext
+from ._context import refreshes as refreshes
 from ._cost import BUILTIN_PRICES as BUILTIN_PRICES
 from ._cost import CostTracker as CostTracker
 from ._cost import ModelCost as ModelCost
@@ -67,6 +68,7 @@ __all__ = [
     "TracePolicy",
     "TransitionReason",
     "drop_oldest_rounds",
+    "refreshes",
     "subagent",
     "transcript_problems",
     "validate_transcript",

@@ -1,4 +1,12 @@
-"""Context assembly: environment, git and directory providers, routed by kind (seed 002 §6)."""
+"""Context assembly: environment, git and directory providers, routed by kind (seed 002 §6).
+
+A provider declares how often it runs through its `kind` attribute: SYSTEM (or
+no attribute) runs once per run and its blocks fold into the cacheable system
+prompt; any other kind is *refreshed*: re-run before every model call, and
+only blocks that changed since they were last sent reach the model, as one
+``<system-reminder>`` user message (nothing when unchanged, so the prompt
+cache stays warm).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,7 @@ import enum
 import inspect
 import os
 import platform
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TypeAlias, final
@@ -21,11 +29,16 @@ __all__ = [
     "DirectorySummaryContext",
     "EnvironmentContext",
     "GitContext",
+    "refreshes",
 ]
 
 
 class ContextKind(enum.Enum):
-    """Where a context block goes."""
+    """Where a context block goes; as a provider's `kind`, how often it runs.
+
+    SYSTEM providers run once per run; the others are refreshed before every
+    model call (see `refreshes`).
+    """
 
     SYSTEM = "system"
     """Folded into the system prompt (stable, prompt-cache friendly)."""
@@ -132,6 +145,8 @@ class GitContext:
 
     Gives nothing outside a repository. Only what ``.git/HEAD`` and the refs
     say is known: branch and commit, not uncommitted changes (seed 002 §6).
+    Refreshed by default: re-read before every model call, so a commit or a
+    branch switch made by a tool reaches the model as a reminder.
     """
 
     kind: ContextKind = ContextKind.ATTACHMENT
@@ -194,6 +209,15 @@ class AssembledContext:
     """One line per provider that failed and was skipped."""
 
 
+def refreshes(provider: ContextProvider) -> bool:
+    """Whether `provider` re-runs before each model call (its `kind` is not SYSTEM).
+
+    A provider without a `kind` attribute runs once per run.
+    """
+    kind = getattr(provider, "kind", ContextKind.SYSTEM)
+    return isinstance(kind, ContextKind) and kind is not ContextKind.SYSTEM
+
+
 def _provider_name(provider: object) -> str:
     return getattr(provider, "__name__", type(provider).__name__)
 
@@ -207,34 +231,81 @@ def _as_blocks(provided: ProvidedContext) -> list[ContextBlock]:
     return [b for b in items if isinstance(b, ContextBlock)]
 
 
+_Found: TypeAlias = list[tuple[int, ContextBlock]]
+"""Blocks with the index of the provider that gave them."""
+
+
 @final
 class ContextAssembler:
-    """Runs providers in order and routes their blocks by kind. Never raises.
+    """Runs providers and routes their blocks by kind, once per run and then per call.
 
-    A provider that raises (or returns something that is not a block) is
-    skipped and named in `AssembledContext.skipped`; context assembly must never
-    kill a turn.
+    `assemble` runs every provider (the start of a run); `refresh` re-runs the
+    refreshing ones (see `refreshes`) and keeps only the non-SYSTEM blocks whose
+    body changed since last sent (a refreshing provider's SYSTEM blocks count
+    at the start only: the system prompt is fixed for the run). Never raises: a
+    provider that raises (or returns something that is not a block) is skipped
+    and named in `AssembledContext.skipped`, once for as long as it keeps
+    failing the same way; context assembly must never kill a turn. Holds per-run
+    state: use one assembler per run, from one task.
     """
 
     def __init__(self, providers: Sequence[ContextProvider] = ()) -> None:
         self.providers = tuple(providers)
         """The providers, in order."""
+        self._sent: dict[tuple[int, str], str] = {}
+        self._failing: dict[int, str] = {}
 
     async def assemble(self, request: ContextRequest) -> AssembledContext:
         """Collect and route every provider's blocks. A checkpoint only for async providers."""
-        blocks: list[ContextBlock] = []
+        found, skipped = await self._collect(request, range(len(self.providers)))
+        self._sent = {}
+        self._mark_sent(found)
+        return _route([b for _, b in found], skipped)
+
+    async def refresh(self, request: ContextRequest) -> AssembledContext:
+        """Re-run the refreshing providers; the reminder holds what changed, or is None.
+
+        `system` is always ''. A checkpoint only for async providers.
+        """
+        indices = [i for i, p in enumerate(self.providers) if refreshes(p)]
+        found, skipped = await self._collect(request, indices)
+        changed = [
+            (i, b)
+            for i, b in found
+            if b.kind is not ContextKind.SYSTEM and self._sent.get((i, b.key)) != b.body
+        ]
+        self._mark_sent(changed)
+        return _route([b for _, b in changed], skipped)
+
+    def forget(self) -> None:
+        """Forget what was sent (the transcript was rewritten): the next refresh sends all."""
+        self._sent = {}
+
+    def _mark_sent(self, found: _Found) -> None:
+        for index, block in found:
+            if block.kind is not ContextKind.SYSTEM:
+                self._sent[(index, block.key)] = block.body
+
+    async def _collect(
+        self, request: ContextRequest, indices: Iterable[int]
+    ) -> tuple[_Found, tuple[str, ...]]:
+        found: _Found = []
         skipped: list[str] = []
-        for provider in self.providers:
+        for index in indices:
+            provider = self.providers[index]
             try:
                 provided = provider(request)
                 if inspect.isawaitable(provided):
                     provided = await provided
-                blocks.extend(_as_blocks(provided))
+                found.extend((index, b) for b in _as_blocks(provided))
             except Exception as exc:
-                skipped.append(
-                    f"context provider {_provider_name(provider)} failed: {exc!r}"
-                )
-        return _route(blocks, tuple(skipped))
+                line = f"context provider {_provider_name(provider)} failed: {exc!r}"
+                if self._failing.get(index) != line:
+                    skipped.append(line)
+                self._failing[index] = line
+            else:
+                self._failing.pop(index, None)
+        return found, tuple(skipped)
 
 
 def _route(blocks: list[ContextBlock], skipped: tuple[str, ...]) -> AssembledContext:

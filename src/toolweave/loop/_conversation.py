@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import final
 
-from ..messages import Message, ModelResponse
+from ..events import Event, MessageAppended, TranscriptReplaced
+from ..messages import Message, ModelResponse, ToolCall
 from ._transcript import block_chars, message_chars
 
 __all__ = ["Conversation"]
@@ -21,14 +22,26 @@ class Conversation:
     provider reported for the last response (input, cached and output tokens)
     plus an estimate (characters / 4) of what was appended since. Every update
     is O(size of the change), so long runs do not slow down.
+
+    Every change after construction is reported through `emit`, synchronously
+    and before the mutating method returns: `MessageAppended` per appended
+    message, `TranscriptReplaced` per replacement. The initial `messages` (a
+    resumed run's history) are not reported. Event-loop thread only.
     """
 
-    def __init__(self, messages: Iterable[Message] = ()) -> None:
+    def __init__(
+        self,
+        messages: Iterable[Message] = (),
+        *,
+        emit: Callable[[Event], None] | None = None,
+    ) -> None:
         self._messages: list[Message] = []
         self._chars = 0
         self._reported = 0
         self._chars_since_report = 0
+        self._emit: Callable[[Event], None] | None = None
         self.extend(messages)
+        self._emit = emit
 
     @property
     def messages(self) -> Sequence[Message]:
@@ -43,24 +56,42 @@ class Conversation:
         return len(self._messages)
 
     def append(self, message: Message) -> None:
-        """Add one message."""
+        """Add one message and report it (`MessageAppended`)."""
         size = message_chars(message)
         self._messages.append(message)
         self._chars += size
         self._chars_since_report += size
+        if self._emit is not None:
+            self._emit(MessageAppended(message, len(self._messages) - 1))
 
     def extend(self, messages: Iterable[Message]) -> None:
         """Add messages in order."""
         for message in messages:
             self.append(message)
 
-    def replace(self, messages: Sequence[Message]) -> None:
-        """Swap the whole transcript (after compaction); the size is estimated anew."""
+    def replace(self, messages: Sequence[Message], *, reason: str) -> None:
+        """Swap the whole transcript (after compaction) and report it once.
+
+        The size is estimated anew. One `TranscriptReplaced(messages, reason)`
+        is emitted, no `MessageAppended`.
+        """
+        emit, self._emit = self._emit, None
         self._messages = []
         self._chars = 0
         self._reported = 0
         self._chars_since_report = 0
-        self.extend(messages)
+        try:
+            self.extend(messages)
+        finally:
+            self._emit = emit
+        if emit is not None:
+            emit(TranscriptReplaced(tuple(messages), reason))
+
+    def open_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls of the last message if it is an assistant's (not yet answered)."""
+        if self._messages and self._messages[-1].role == "assistant":
+            return self._messages[-1].tool_calls
+        return ()
 
     def note_response(self, response: ModelResponse) -> None:
         """Remember the context size the provider reported for `response`.

@@ -1,9 +1,13 @@
 """The ReAct loop: one driver, one small function per step, typed transitions between them.
 
 The driver (`RunLoop.drive`) only moves from state to state; every decision
-lives in a step function that returns the next state (`_steps`). A step that
-raises ends the run as ERROR with a valid transcript: an assistant message and
-the results that answer it are appended together, after the batch.
+lives in a step function that returns the next state (`_steps`). Every
+transcript change is reported as it happens (`MessageAppended`,
+`TranscriptReplaced`, see `Conversation`): an assistant message is appended as
+soon as its response is final, before its tools run, so a process killed
+mid-batch has it on record. A step that raises ends the run as ERROR with a
+valid transcript: calls left unanswered get an "outcome unknown" error result
+(`close_open_calls`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from ..messages import Message, StopReason, Text, Usage
 from ..models import ModelRequest
 from ._budget import BudgetDecision
 from ._clock import fast_clock
-from ._context import ContextAssembler, ContextRequest
+from ._context_feed import ContextFeed
 from ._control import RunControl
 from ._conversation import Conversation
 from ._cost import CostTracker
@@ -49,7 +53,7 @@ from ._steps import (
     Step,
     TransitionReason,
 )
-from ._tool_batch import ToolBatcher
+from ._tool_batch import ToolBatcher, unanswered_call_result
 from ._tracing import NULL_SPAN, Span, make_tracer
 from ._transcript import TRUNCATION_MARKER
 
@@ -85,8 +89,11 @@ class RunLoop:
         self.emit = emit
         self.clock = fast_clock()
         self.control = RunControl()
-        self.conversation = Conversation(history)
+        self.conversation = Conversation(history, emit=emit)
         self.system = setup.system
+        self.context = ContextFeed(
+            cfg.context_providers, workspace=cfg.workspace, prompt=prompt, emit=emit
+        )
         self.iteration = 0
         self.tracer = make_tracer(cfg.tracing)
         self.run_span: Span = NULL_SPAN
@@ -161,10 +168,23 @@ class RunLoop:
 
     def _crashed(self, exc: Exception) -> Finish:
         logger.exception("agent run %s failed", self.run_id, exc_info=exc)
+        self.close_open_calls("the run failed with an internal error")
         return Finish(
             CompletionReason.ERROR,
             detail=f"internal error: {type(exc).__name__}: {exc}",
         )
+
+    def close_open_calls(self, why: str) -> None:
+        """Answer the last assistant message's calls if no result message followed it.
+
+        Keeps the transcript valid when a step failed (or the run was cancelled)
+        between appending a response and appending its results: each open call
+        gets `unanswered_call_result(call, why)`. Does nothing otherwise.
+        """
+        calls = self.conversation.open_calls()
+        if calls:
+            results = tuple(unanswered_call_result(c, why) for c in calls)
+            self.conversation.append(Message("user", results))
 
     async def _advance(self, step: Step) -> Step:
         match step:
@@ -197,23 +217,8 @@ class RunLoop:
             },
         )
         self.emit(RunStarted(self.run_id, self.prompt))
-        assembled = await ContextAssembler(self.cfg.context_providers).assemble(
-            ContextRequest(workspace=self.cfg.workspace, prompt=self.prompt)
-        )
-        for line in assembled.skipped:
-            self.emit(WarningEvent(line))
-        if assembled.system:
-            self.system = (
-                f"{self.system}\n\n{assembled.system}"
-                if self.system
-                else assembled.system
-            )
-        if assembled.reminder:
-            self.conversation.append(
-                Message("user", (Text(assembled.reminder), Text(self.prompt)))
-            )
-        else:
-            self.conversation.append(Message("user", self.prompt))
+        self.system, first = await self.context.start(self.system)
+        self.conversation.append(first)
         return BeginIteration()
 
     async def _begin_iteration(self, step: BeginIteration) -> Step:
@@ -242,6 +247,10 @@ class RunLoop:
                 # seed 002 §8: BUDGET_COMPACT wins; the other reason becomes the note
                 note = reason.value if reason is not None else ""
                 reason = TransitionReason.BUDGET_COMPACT
+        if self.iteration:  # the first call got everything from `_start`
+            reminder = await self.context.refresh()
+            if reminder is not None:
+                self.conversation.append(reminder)
         self._open_iteration(reason, note)
         if boundary is not None:
             self.emit(boundary)  # seed 002 §9: right before IterationStarted
@@ -323,6 +332,8 @@ class RunLoop:
 
     async def _handle_response(self, step: HandleResponse) -> Step:
         response = step.response
+        if response.content:  # recorded before its tools run (see the module docstring)
+            self.conversation.append(response.to_message())
         calls = response.tool_calls
         truncated = response.stop_reason is StopReason.MAX_TOKENS
         if calls and not truncated:
@@ -334,8 +345,6 @@ class RunLoop:
                 response, self.batcher.refuse_truncated(calls), truncated=True
             )
         self.stall.reset()
-        if response.content:
-            self.conversation.append(response.to_message())
         if truncated:
             return Finish(
                 CompletionReason.TRUNCATED,
@@ -369,7 +378,6 @@ class RunLoop:
             if stalled is not None:
                 ending = Finish(CompletionReason.ERROR, detail=stalled)
         queued = self.control.take_queue() if ending is None else []
-        self.conversation.append(step.response.to_message())
         self.conversation.append(Message("user", (*step.results, *extras, *queued)))
         if ending is not None:
             return ending

@@ -144,7 +144,8 @@ def _send_quietly(send: MemoryObjectSendStream[Event], event: Event) -> None:
 
 
 def _cancelled(loop: RunLoop) -> RunResult:
-    """The result of a run cancelled from outside (its transcript is valid: see `_loop`)."""
+    """The result of a run cancelled from outside; calls it left open are answered."""
+    loop.close_open_calls("the run was cancelled")
     costs = loop.costs
     return RunResult(
         loop.conversation.last_assistant_text(),

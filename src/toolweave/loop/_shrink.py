@@ -50,13 +50,16 @@ class Shrinker:
             return "interrupted"
         return outcome
 
-    def _apply(self, outcome: Compacted) -> CompactBoundary:
+    def _apply(self, outcome: Compacted, reason: str) -> CompactBoundary:
         loop = self._loop
         if outcome.model:
             loop.account(outcome.model, outcome.usage)
-        loop.conversation.replace(outcome.messages)
+        loop.conversation.replace(outcome.messages, reason=reason)
+        loop.context.forget()  # what was sent may be summarised away: send it again
         # seed 002 §9: the boundary never reports growth, whatever happened.
-        return CompactBoundary(outcome.before, min(outcome.after, outcome.before))
+        return CompactBoundary(
+            outcome.before, min(outcome.after, outcome.before), reason=reason
+        )
 
     async def auto_compact(self) -> CompactBoundary | None:
         """Summarise older turns; the boundary event to emit, or None if nothing changed.
@@ -80,7 +83,7 @@ class Shrinker:
                     )
             return None
         self.failures = 0
-        return self._apply(outcome)
+        return self._apply(outcome, "auto")
 
     async def recover_prompt_too_long(self, error: PromptTooLongError) -> Step:
         """Shrink the conversation after the provider said it does not fit; retry once."""
@@ -105,14 +108,7 @@ class Shrinker:
                 dropped,
                 f"dropped the oldest messages (compaction failed: {outcome})",
             )
-        boundary = self._apply(outcome)
-        loop.emit(
-            CompactBoundary(
-                boundary.messages_before,
-                boundary.messages_after,
-                reason="prompt_too_long",
-            )
-        )
+        loop.emit(self._apply(outcome, "prompt_too_long"))
         loop.emit(
             LoopTransition(TransitionReason.PROMPT_TOO_LONG_RETRY.value, detail=how)
         )

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ._guards import RepeatFailureWatcher
     from ._soon import Schedule
 
-__all__ = ["ToolBatcher", "truncated_call_result"]
+__all__ = ["ToolBatcher", "truncated_call_result", "unanswered_call_result"]
 
 
 def truncated_call_result(call: ToolCall) -> ToolResult:
@@ -30,6 +30,21 @@ def truncated_call_result(call: ToolCall) -> ToolResult:
         f" {call.name!r} may be incomplete and was not executed. Produce less output"
         " in one response (for example, split a large write into smaller pieces) and"
         " call the tool again.",
+        is_error=True,
+        synthetic=True,
+    )
+
+
+def unanswered_call_result(call: ToolCall, why: str) -> ToolResult:
+    """The error that answers a call whose batch never reported (the run failed or was cancelled).
+
+    Whether the call ran is unknown, so the result says so instead of guessing.
+    """
+    return ToolResult(
+        call.id,
+        f"Interrupted, outcome unknown: {why} before the result of {call.name!r} was"
+        " recorded, so whether it took effect is unknown. Check its effects before"
+        " repeating it.",
         is_error=True,
         synthetic=True,
     )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from typing import final
 
 from ..events import (
     Event,
     IterationStarted,
-    LoopTransition,
+    MessageAppended,
     ModelCallFinished,
     ModelCallStarted,
     ReasoningDelta,
@@ -20,6 +21,7 @@ from ..events import (
     ToolResultReady,
     ToolRunning,
     ToolUseStarted,
+    TranscriptReplaced,
 )
 from ..messages import Message, ToolCall, Usage
 from ._codec import event_to_json
@@ -29,12 +31,16 @@ from ._store import RunOutcome, SessionStore
 
 __all__ = ["AccessDescriber", "Pricer", "SessionRecorder"]
 
+logger = logging.getLogger("toolweave.sessions")
+
 AccessDescriber = Callable[[ToolCall], AccessRecord | None]
 """What a call declares it touches (for the timeline's dependency lower bound)."""
 Pricer = Callable[[str, Usage], float]
 """USD of `usage` on the named model."""
 
-_OMIT: dict[str, tuple[str, ...]] = {
+_OMIT: dict[str, tuple[str, ...]] = {  # what the messages table already holds
+    "MessageAppended": ("message",),
+    "TranscriptReplaced": ("messages",),
     "RunFinished": ("messages",),
     "ModelCallFinished": ("response",),
     "ToolResultReady": ("result",),
@@ -47,15 +53,17 @@ _STARTED = (CallState.WAITING, CallState.RUNNING, CallState.FINISHED)
 class SessionRecorder:
     """Turns one run's events into durable session records, as the run goes.
 
-    Feed it every event of a run, in order (`record`); it writes at once, so a
-    process killed mid-run leaves everything up to the event in flight:
-    the prompt, each assistant message as soon as its response is final, each
-    tool call's progress (admitted, running, finished with its result), the
-    tool-result message once a batch is answered, model-call intervals, usage,
-    and the events themselves (text deltas excepted: the text is in the
-    messages). At `RunFinished` the loop's own transcript becomes the stored one
-    (messages the recorder could not see, such as hook context, are then added;
-    anything replaced is archived, not deleted).
+    Feed it every event of a run, in order (`record`); it writes at once (one
+    committed transaction per write), so a process killed mid-run leaves
+    everything up to the event in flight: the transcript exactly as the loop
+    holds it (each `MessageAppended` is appended, each `TranscriptReplaced`
+    becomes the live transcript, the replaced messages archived, never
+    deleted), each tool call's progress (admitted, running, finished with its
+    result), model-call intervals, usage, and the events themselves (text
+    deltas excepted: the text is in the messages). `RunFinished` only checks
+    that the transcript it carries equals the recorded one; if not (a loop that
+    does not report its transcript, or a history that differs from the stored
+    one) a warning is logged and the carried transcript is stored.
 
     Works with any loop that emits the `toolweave.events` protocol. Not
     thread-safe: call from the task that consumes the events. Raises
@@ -96,12 +104,11 @@ class SessionRecorder:
         self._iteration = 0
         self._calls: dict[str, CallRecord] = {}
         self._attempts: dict[str, int] = {}
-        self._expected: tuple[ToolCall, ...] = ()
         self._model_call: ModelCallRecord | None = None
         self._usage = Usage()
         self._cost = 0.0
-        self._last: Message | None = None
-        self._transition = ""
+        self._transcript: list[Message] = []
+        self._drifted = False
 
     # -- entry points ------------------------------------------------------------------
 
@@ -141,8 +148,10 @@ class SessionRecorder:
     def _apply(self, event: Event) -> None:  # noqa: C901 - one branch per event kind
         if isinstance(event, IterationStarted):
             self._iteration_started(event)
-        elif isinstance(event, LoopTransition):
-            self._transition = event.reason
+        elif isinstance(event, MessageAppended):
+            self._message_appended(event)
+        elif isinstance(event, TranscriptReplaced):
+            self._replace(event.messages)
         elif isinstance(event, ModelCallStarted):
             self._model_started(event)
         elif isinstance(event, TextDelta | ReasoningDelta):
@@ -163,41 +172,59 @@ class SessionRecorder:
     def _rel(self, at: float) -> float:
         return at - self._origin
 
-    def _append(self, message: Message) -> None:
+    # -- the transcript -------------------------------------------------------------------
+
+    def _message_appended(self, event: MessageAppended) -> None:
+        if event.index != len(self._transcript) and not self._drifted:
+            self._drifted = True  # said once; `_reconcile` repairs it at the end
+            logger.warning(
+                "session %s: message %d arrived with %d messages recorded; the run's"
+                " history differs from the stored transcript",
+                self.session_id,
+                event.index,
+                len(self._transcript),
+            )
         assert self.run is not None
-        self.store.append_message(self.session_id, message, run=self.run)
-        self._last = message
+        self.store.append_message(self.session_id, event.message, run=self.run)
+        self._transcript.append(event.message)
+
+    def _replace(self, messages: Sequence[Message]) -> None:
+        assert self.run is not None
+        self.store.set_transcript(self.session_id, messages, run=self.run)
+        self._transcript = list(messages)
+
+    def _reconcile(self, messages: Sequence[Message]) -> None:
+        """The consistency check at the end: the loop's transcript is the recorded one."""
+        if list(messages) == self._transcript:
+            return
+        logger.warning(
+            "session %s: the finished run's transcript (%d messages) differs from the"
+            " one recorded as it went (%d messages); storing the run's",
+            self.session_id,
+            len(messages),
+            len(self._transcript),
+        )
+        self._replace(messages)
 
     # -- run and iterations --------------------------------------------------------------
 
     def _run_started(self, event: RunStarted) -> None:
         if self.run is not None:
             return
-        stored = self.store.messages(self.session_id)
-        self._last = stored[-1] if stored else None
+        self._transcript = self.store.messages(self.session_id)
         self.run = self.store.begin_run(
             self.session_id, prompt=event.prompt, model=self._model, owner=self._owner
         )
         self._origin = event.at
-        self._append(Message("user", event.prompt))
 
     def _iteration_started(self, event: IterationStarted) -> None:
         self._iteration = event.iteration
-        self._calls, self._attempts, self._expected = {}, {}, ()
-        last = self._last
-        if last is not None and last.role == "assistant" and not last.tool_calls:
-            # The loop continued after a final answer with a user message no event
-            # carries (queued input, a stop hook): keep the transcript well-formed.
-            why = self._transition or "continued"
-            self._append(
-                Message("user", f"[toolweave: a user message ({why}) was not recorded]")
-            )
-        self._transition = ""
+        self._calls, self._attempts = {}, {}
 
     def _run_finished(self, event: RunFinished) -> None:
         assert self.run is not None
         if event.messages:
-            self.store.set_transcript(self.session_id, event.messages, run=self.run)
+            self._reconcile(event.messages)
         self.finished = True
         outcome = RunOutcome(
             RunState.FINISHED,
@@ -244,12 +271,7 @@ class SessionRecorder:
         if self._price is not None:
             self._cost += self._price(response.model or self._model, response.usage)
         self.store.update_run_usage(self.session_id, self.run, self._usage, self._cost)
-        calls = response.tool_calls
-        self._settle_response_calls(calls)
-        if response.content:
-            self._append(response.to_message())
-        self._expected = calls
-        self._maybe_answer()
+        self._settle_response_calls(response.tool_calls)
 
     def _settle_response_calls(self, calls: tuple[ToolCall, ...]) -> None:
         """Give every call of the final response its position; drop strays of dead attempts."""
@@ -328,17 +350,3 @@ class SessionRecorder:
                 result=event.result,
             )
         )
-        self._maybe_answer()
-
-    def _maybe_answer(self) -> None:
-        """Once every call of the response has a result, store the results message."""
-        if not self._expected:
-            return
-        results = []
-        for call in self._expected:
-            record = self._calls.get(call.id)
-            if record is None or record.result is None:
-                return
-            results.append(record.result)
-        self._expected = ()
-        self._append(Message("user", tuple(results)))
