@@ -143,7 +143,10 @@ async def test_batch_of_50_sessions_on_ray_with_3_failing(
         stats = await run_batch(tasks, **options)
     counts = (stats.total, stats.completed, stats.failed, stats.skipped, stats.running)
     assert counts == (50, 47, 3, 0, 0)
-    assert stats.tokens == 47 * 38 + 15  # the crashed session made one model call
+    # The crashed session made one model call (15 tokens), but its worker died
+    # right after: whether that call's event reached the driver before the crash
+    # is a race no test can pin. Every completed session's tokens must count.
+    assert stats.tokens in (47 * 38, 47 * 38 + 15)
 
     # every task has exactly one result line
     raw = output.read_text().splitlines()
