@@ -134,7 +134,6 @@ class Batch:
         self._tg: Spawner | None = None
         self._wake: anyio.Event | None = None
         self._admission: anyio.CancelScope | None = None
-        self._admitted = 0
         self._outstanding = 0
         self._settled = anyio.Event()
         self._admission_over = False
@@ -226,7 +225,6 @@ class Batch:
                 await self._admit(index)
                 index += 1
         self._admission = None
-        self._admitted = index
         self._admission_over = True
         self._check_settled()
 
