@@ -50,7 +50,16 @@ def _hypothesis_profiles() -> None:
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
-    settings.load_profile("ci" if os.environ.get("CI") else "dev")
+    settings.register_profile(  # TOOLWEAVE_HYPOTHESIS=stress: a long hunt for rare interleavings
+        "stress",
+        max_examples=1500,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    chosen = os.environ.get("TOOLWEAVE_HYPOTHESIS") or (
+        "ci" if os.environ.get("CI") else "dev"
+    )
+    settings.load_profile(chosen)
 
 
 _hypothesis_profiles()
