@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..scheduling import ConcurrencyConfig
+from ._makespan import CallSpan, overlapping
 from ._simulated import SimCall, Span, lower_bound, run_batch
 
 __all__ = ["DEMO_BATCH", "run_schedules_demo"]
@@ -41,13 +42,8 @@ def _bar(span: Span, scale: float) -> Text:
 
 
 def _overlaps(spans: list[Span], i: int) -> str:
-    mine = spans[i]
-    others = [
-        str(j + 1)
-        for j, other in enumerate(spans)
-        if j != i and other.start < mine.end - 1e-3 and mine.start < other.end - 1e-3
-    ]
-    return ",".join(others) or "-"
+    others = overlapping([CallSpan(s.start, s.end) for s in spans], i)
+    return ",".join(str(j + 1) for j in others) or "-"
 
 
 async def run_schedules_demo(console: Console) -> dict[str, float]:

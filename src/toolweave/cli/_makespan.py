@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from ..sessions import AccessRecord
 from ..tools import Access
 
-__all__ = ["BatchStats", "CallSpan", "batch_stats", "fmt_seconds", "overlapping"]
+__all__ = [
+    "BatchStats",
+    "CallSpan",
+    "batch_stats",
+    "dependency_bound",
+    "fmt_seconds",
+    "overlapping",
+]
 
 _EPSILON = 1e-6
 
@@ -78,20 +85,31 @@ def batch_stats(spans: Sequence[CallSpan]) -> BatchStats:
         makespan = max(s.end for s in ran if s.end is not None) - min(
             s.start for s in ran if s.start is not None
         )
-    accesses = [_access(s) for s in spans]
-    finish: list[float] = []
-    for i, span in enumerate(spans):
-        ready = max(
-            (finish[j] for j in range(i) if accesses[j].conflicts_with(accesses[i])),
-            default=0.0,
-        )
-        finish.append(ready + span.duration)
     return BatchStats(
         calls=len(spans),
         makespan=makespan,
         serial=sum(s.duration for s in spans),
-        ideal=max(finish, default=0.0),
+        ideal=dependency_bound(
+            [_access(s) for s in spans], [s.duration for s in spans]
+        ),
     )
+
+
+def dependency_bound(accesses: Sequence[Access], durations: Sequence[float]) -> float:
+    """The longest chain of conflicting calls, in call order.
+
+    Each call must follow every earlier call it conflicts with (write/write or
+    read/write on overlapping keys): no schedule that keeps the serial transcript
+    finishes sooner. Computed pairwise, independently of the scheduler's planners.
+    """
+    finish: list[float] = []
+    for i, (access, duration) in enumerate(zip(accesses, durations, strict=True)):
+        ready = max(
+            (finish[j] for j in range(i) if accesses[j].conflicts_with(access)),
+            default=0.0,
+        )
+        finish.append(ready + duration)
+    return max(finish, default=0.0)
 
 
 def overlapping(

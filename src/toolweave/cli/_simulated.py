@@ -17,6 +17,7 @@ import anyio
 from ..messages import ToolCall, ToolResult
 from ..scheduling import ConcurrencyConfig, Dispatcher
 from ..tools import Access, Concurrency, Tool, ToolContext, ToolRegistry, tool
+from ._makespan import dependency_bound
 
 __all__ = [
     "SimCall",
@@ -98,23 +99,15 @@ def sim_registry() -> ToolRegistry:
 
 
 def lower_bound(batch: Sequence[SimCall]) -> float:
-    """The dependency-graph lower bound: the longest chain of truly conflicting calls.
-
-    Computed independently of the scheduler's planners: every earlier call whose
-    access conflicts with a call's access must precede it.
-    """
+    """The dependency-graph lower bound of `batch` (see `dependency_bound`)."""
     registry = sim_registry()
     accesses: list[Access] = []
-    finish: list[float] = []
     for i, sim in enumerate(batch):
         call = sim.to_call(i)
         t = registry.get(call.name)
         assert t is not None
-        access = t.access_for(t.parse(call.input)) or Access.barrier()
-        before = [finish[j] for j in range(i) if accesses[j].conflicts_with(access)]
-        accesses.append(access)
-        finish.append(max(before, default=0.0) + sim.duration)
-    return max(finish, default=0.0)
+        accesses.append(t.access_for(t.parse(call.input)) or Access.barrier())
+    return dependency_bound(accesses, [sim.duration for sim in batch])
 
 
 async def run_batch(
