@@ -7,7 +7,6 @@ import math
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import final
 
 import anyio
@@ -196,5 +195,18 @@ class Agent:
     def run_sync(
         self, prompt: str, *, history: Sequence[Message] = (), backend: str = "asyncio"
     ) -> RunResult:
-        """`run` from synchronous code, in a new event loop (`anyio.run`)."""
-        return anyio.run(partial(self.run, prompt, history=history), backend=backend)
+        """`run` from synchronous code, in a new event loop (`anyio.run`).
+
+        The HTTP clients of the models this agent created are closed before that
+        loop ends (they are rebuilt on the next use), so calling `run_sync` again
+        never touches a client bound to a loop that is gone.
+        """
+
+        async def run_once() -> RunResult:
+            try:
+                return await self.run(prompt, history=history)
+            finally:
+                for model in self._owned:
+                    await model.aclose()
+
+        return anyio.run(run_once, backend=backend)
