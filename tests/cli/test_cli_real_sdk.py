@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -57,3 +58,4 @@ def test_run_with_an_openai_compatible_server(
     sid = lines[0]["session_id"]
     assert [c.state for c in store.calls(sid)] == [CallState.FINISHED] * 3
     store.close()
+    gc.collect()  # an HTTP client left open would surface here as a ResourceWarning

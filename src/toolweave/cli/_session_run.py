@@ -140,6 +140,8 @@ def _agent(
 async def _launch_async(launch: _Launch) -> DriveResult:
     output, console = _output(launch.options)
     async with AsyncExitStack() as stack:
+        # The model's HTTP client belongs to this event loop: close it with it.
+        stack.push_async_callback(launch.model.aclose)
         registry = await _tools(stack, launch)
         describe = describe_access(registry)
         if isinstance(output, LiveOutput):

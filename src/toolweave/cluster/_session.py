@@ -116,16 +116,19 @@ async def run_session(
     """
     agent = build_agent(task, settings)
     failure: Exception | None = None
-    async with agent.open_run(task.prompt) as run:
-        # events() is an async generator; close it even when we stop early
-        events = run.events()
-        async with aclosing(events):
-            async for event in events:
-                try:
-                    emit(event)
-                except Exception as exc:
-                    failure = exc
-                    break  # leaving the block interrupts the run and waits for it
+    try:
+        async with agent.open_run(task.prompt) as run:
+            # events() is an async generator; close it even when we stop early
+            events = run.events()
+            async with aclosing(events):
+                async for event in events:
+                    try:
+                        emit(event)
+                    except Exception as exc:
+                        failure = exc
+                        break  # leaving the block interrupts the run and waits for it
+    finally:
+        await agent.model.aclose()  # the HTTP client of a model built from a spec
     if failure is not None:
         raise failure
 
