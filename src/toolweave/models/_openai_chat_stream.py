@@ -22,7 +22,7 @@ from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseRea
 from ._blocks import BlockNumbers
 from ._repair import ToolCallBuilder
 
-__all__ = ["CHAT_STOP_REASONS", "ChatStreamMapper"]
+__all__ = ["CHAT_STOP_REASONS", "ChatStreamMapper", "openai_usage"]
 
 CHAT_STOP_REASONS: Final[dict[str, StopReason]] = {
     "stop": StopReason.END_TURN,
@@ -168,7 +168,17 @@ def _is_new_call(slot: _Slot, call_id: str | None) -> bool:
 
 
 def _usage(usage: Any) -> Usage:
-    details = usage.prompt_tokens_details
+    return openai_usage(
+        usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details
+    )
+
+
+def openai_usage(input_tokens: int, output_tokens: int, details: Any) -> Usage:
+    """Neutral usage from an OpenAI usage block (Chat and Responses name fields apart).
+
+    OpenAI counts cached and cache-written tokens inside the input total; the
+    neutral `Usage` keeps them apart, so they are taken out of `input_tokens`.
+    """
     cached = (details.cached_tokens or 0) if details is not None else 0
     written = (
         (getattr(details, "cache_write_tokens", None) or 0)
@@ -176,8 +186,8 @@ def _usage(usage: Any) -> Usage:
         else 0
     )
     return Usage(
-        max(usage.prompt_tokens - cached - written, 0),
-        usage.completion_tokens,
+        max(input_tokens - cached - written, 0),
+        output_tokens,
         cache_read_tokens=cached,
         cache_write_tokens=written,
         requests=1,

@@ -15,6 +15,7 @@ from .._exceptions import ModelConnectionError
 from ..messages import StopReason, Usage
 from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseReady
 from ._blocks import BlockNumbers
+from ._openai_chat_stream import openai_usage
 from ._openai_errors import error_from_payload
 from ._repair import ToolCallBuilder
 
@@ -170,17 +171,6 @@ class ResponsesStreamMapper:
 def _usage(usage: Any) -> Usage:
     if usage is None:
         return Usage(requests=1)
-    details = usage.input_tokens_details
-    cached = (details.cached_tokens or 0) if details is not None else 0
-    written = (
-        (getattr(details, "cache_write_tokens", None) or 0)
-        if details is not None
-        else 0
-    )
-    return Usage(
-        max(usage.input_tokens - cached - written, 0),
-        usage.output_tokens,
-        cache_read_tokens=cached,
-        cache_write_tokens=written,
-        requests=1,
+    return openai_usage(
+        usage.input_tokens, usage.output_tokens, usage.input_tokens_details
     )
