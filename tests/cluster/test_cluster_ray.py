@@ -176,7 +176,10 @@ async def test_batch_of_50_sessions_on_ray_with_3_failing(
         assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunFinished)
         whoami = [r for r in events[-1].messages[2].tool_results if r.call_id == "w"]
         assert whoami[0].text != str(os.getpid())  # the session really ran in a worker
-    assert not isinstance(by_session[crashed.session_id or ""][-1], RunFinished)
+    # The crashed worker streamed some or none of its events before dying (a race),
+    # but never a RunFinished.
+    crashed_events = by_session[crashed.session_id or ""]
+    assert not any(isinstance(e, RunFinished) for e in crashed_events)
 
     # one SQLite file holds every session, written as they ran
     stored = {s.id: s for s in store.list_sessions(limit=100)}

@@ -242,3 +242,20 @@ async def test_a_history_the_store_does_not_hold_is_repaired_at_the_end(
     assert store.messages(again.session_id) == list(finished.messages)
     archived = store.messages(again.session_id, archived=True)
     assert archived[:2] == earlier  # replaced, never deleted
+
+
+def test_a_run_lost_before_its_first_event_is_recorded_as_abandoned(
+    tmp_path: Path,
+) -> None:
+    from toolweave.sessions import SessionRecorder
+
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    sid = store.create_session(workspace="/w", model="scripted", title="task").id
+    assert store.find_session(sid).status == "new"
+    recorder = SessionRecorder(store, sid, model="scripted")
+    recorder.abandon("the worker died", prompt="task")
+    recorder.abandon("again")  # idempotent
+    assert store.find_session(sid).status == "abandoned"
+    [run] = store.runs(sid)
+    assert run.prompt == "task" and run.detail == "the worker died"
+    store.close()

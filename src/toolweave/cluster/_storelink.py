@@ -27,8 +27,9 @@ class StoredSession:
     raise `StoreError`.
     """
 
-    def __init__(self, recorder: SessionRecorder) -> None:
+    def __init__(self, recorder: SessionRecorder, *, prompt: str = "") -> None:
         self._recorder = recorder
+        self._prompt = prompt
 
     @property
     def session_id(self) -> str:
@@ -41,7 +42,7 @@ class StoredSession:
 
     def abandon(self, reason: str) -> None:
         """Record that the session ended without finishing (crash, lost worker)."""
-        self._recorder.abandon(reason)
+        self._recorder.abandon(reason, prompt=self._prompt)
 
 
 def open_stored_session(
@@ -55,4 +56,6 @@ def open_stored_session(
         title=task.prompt,
         meta={"batch_task_id": task.task_id, "batch_line": task.line},
     )
-    return StoredSession(SessionRecorder(store, info.id, model=label))
+    return StoredSession(
+        SessionRecorder(store, info.id, model=label), prompt=task.prompt
+    )

@@ -129,14 +129,21 @@ class SessionRecorder:
             )
         self._apply(event)
 
-    def abandon(self, detail: str) -> None:
+    def abandon(self, detail: str, *, prompt: str = "") -> None:
         """Record that the run was left before it finished (the consumer stopped).
 
         Calls still running stay RUNNING: their outcome is unknown, and a resume
-        answers them as interrupted. Idempotent; does nothing after `RunFinished`.
+        answers them as interrupted. A run lost before its `RunStarted` arrived
+        (a worker that died at once) is recorded too, with `prompt`, so the session
+        reads as abandoned rather than new. Idempotent; does nothing after
+        `RunFinished`.
         """
-        if self.run is None or self.finished:
+        if self.finished:
             return
+        if self.run is None:
+            self.run = self.store.begin_run(
+                self.session_id, prompt=prompt, model=self._model, owner=self._owner
+            )
         self.finished = True
         outcome = RunOutcome(
             RunState.ABANDONED, detail=detail, usage=self._usage, cost=self._cost
