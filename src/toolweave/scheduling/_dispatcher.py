@@ -13,12 +13,19 @@ import anyio
 from ..messages import ToolCall, ToolResult
 from ..tools import ToolRegistry
 from ..tools._threads import thread_limiter
-from ._batch import CLOSED, Batch, CompletedListener, Runner, StartedListener
+from ._batch import (
+    CLOSED,
+    Batch,
+    CompletedListener,
+    Runner,
+    StartedListener,
+    fire_started,
+)
 from ._config import ConcurrencyConfig
 from ._interrupt import InterruptToken
 from ._modifiers import apply_modifiers
 from ._policies import new_planner
-from ._results import not_run
+from ._results import not_run, stopped_while_running
 from ._sequential import run_sequential
 from ._spawn import open_spawner
 from ._stream import ToolStream
@@ -258,13 +265,29 @@ class Dispatcher:
         token: InterruptToken | None,
     ) -> None:
         call = batch.calls[index]
-        result = not_run(call, CLOSED)
-        if not batch.forced:
-            with anyio.CancelScope() as batch.fallback_scope:
-                [result] = await run_sequential(
-                    [call], registry, runner, batch.on_started, None, token
-                )
-            batch.fallback_scope = None
+        if batch.forced:
+            batch.complete_externally(index, not_run(call, CLOSED))
+            return
+        started: list[ToolCall] = []
+
+        def on_started(started_call: ToolCall) -> None:
+            started.append(started_call)
+            fire_started(batch.on_started, started_call)
+
+        results: list[ToolResult] = []
+        with anyio.CancelScope() as batch.fallback_scope:
+            results = await run_sequential(
+                [call], registry, runner, on_started, None, token
+            )
+        batch.fallback_scope = None
+        if results:
+            result = results[0]
+        else:  # a forced close cancelled it
+            result = (
+                stopped_while_running(call, CLOSED)
+                if started
+                else not_run(call, CLOSED)
+            )
         batch.complete_externally(index, result)
 
     def _forget(self, batch: Batch) -> None:
