@@ -110,3 +110,20 @@ def check_sequence_matches(log: list[str], template: list[str | set[str]]) -> No
             assert chunk == part, (log, template)
             i += len(part)
     assert i == len(log), (log, template)
+
+
+def dispatch_soon(
+    tg: Any, dispatcher: tw.Dispatcher, *args: Any, **kwargs: Any
+) -> list[tw.ToolResult]:
+    """Start ``dispatcher.dispatch(*args, **kwargs)`` in `tg`.
+
+    Returns the list that receives the results when the dispatch returns (empty
+    until then), so a test can drive the batch by rendezvous meanwhile.
+    """
+    out: list[tw.ToolResult] = []
+
+    async def go() -> None:
+        out.extend(await dispatcher.dispatch(*args, **kwargs))
+
+    tg.start_soon(go)
+    return out

@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
-from sched_probe import Probe, calls, check_sequence_matches, runner_for
+from sched_probe import Probe, calls, check_sequence_matches, dispatch_soon, runner_for
 
 import toolweave as tw
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
@@ -34,19 +34,14 @@ async def test_results_in_call_order_whatever_the_completion_order(
     batch = calls(("read", "a"), ("read", "b"), ("read", "c"))
     completed: list[str] = []
     async with anyio.create_task_group() as tg:
-        out: list[tw.ToolResult] = []
-
-        async def go() -> None:
-            out.extend(
-                await Dispatcher().dispatch(
-                    batch,
-                    reg,
-                    runner_for(reg),
-                    on_completed=lambda c, r: completed.append(c.id),
-                )
-            )
-
-        tg.start_soon(go)
+        out = dispatch_soon(
+            tg,
+            Dispatcher(),
+            batch,
+            reg,
+            runner_for(reg),
+            on_completed=lambda c, r: completed.append(c.id),
+        )
         await anyio.wait_all_tasks_blocked()
         assert probe.inside == 3  # all three overlap
         for i in order:
@@ -269,18 +264,11 @@ async def test_interrupt_cancels_cancel_tools_lets_block_tools_finish_and_skips_
 ):
     probe, reg = _setup()
     token = InterruptToken()
-    out: list[tw.ToolResult] = []
     batch = calls(("cancel", "x"), ("read", "b"), ("write", "w"), ("read", "c"))
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(
-                await Dispatcher().dispatch(
-                    batch, reg, runner_for(reg), interrupt=token
-                )
-            )
-
-        tg.start_soon(go)
+        out = dispatch_soon(
+            tg, Dispatcher(), batch, reg, runner_for(reg), interrupt=token
+        )
         await anyio.wait_all_tasks_blocked()
         assert probe.inside == 2  # x and b run; w waits for them
         token.set()
@@ -300,20 +288,15 @@ async def test_interrupt_accepts_an_anyio_event_and_works_on_the_sequential_path
     for enabled in (True, False):
         _probe, reg = _setup()
         event = anyio.Event()
-        out: list[tw.ToolResult] = []
         async with anyio.create_task_group() as tg:
-
-            async def go() -> None:
-                out.extend(
-                    await Dispatcher(ConcurrencyConfig(enabled=enabled)).dispatch(
-                        calls(("cancel", "x"), ("write", "w")),
-                        reg,
-                        runner_for(reg),
-                        interrupt=event,
-                    )
-                )
-
-            tg.start_soon(go)
+            out = dispatch_soon(
+                tg,
+                Dispatcher(ConcurrencyConfig(enabled=enabled)),
+                calls(("cancel", "x"), ("write", "w")),
+                reg,
+                runner_for(reg),
+                interrupt=event,
+            )
             await anyio.wait_all_tasks_blocked()
             event.set()
         assert out[0].synthetic and "Cancelled" in out[0].text
@@ -396,13 +379,8 @@ async def test_sibling_abort_cancels_only_siblings_that_declare_it() -> None:
     reg = tw.ToolRegistry([shell, failing, probe.tool("read")])
     batch = calls(("shell", "s1"), ("read", "r"), ("failing", "f"), ("shell", "s2"))
     dispatcher = Dispatcher(ConcurrencyConfig(per_batch_max=3))
-    out: list[tw.ToolResult] = []
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(await dispatcher.dispatch(batch, reg, runner_for(reg)))
-
-        tg.start_soon(go)
+        out = dispatch_soon(tg, dispatcher, batch, reg, runner_for(reg))
         await anyio.wait_all_tasks_blocked()
         probe.release("r")
     assert "sibling failing failed" in out[0].text and out[0].synthetic
@@ -498,17 +476,10 @@ async def test_statistics_track_running_and_waiting() -> None:
 async def test_aclose_drains_running_calls() -> None:
     probe, reg = _setup()
     dispatcher = Dispatcher()
-    out: list[tw.ToolResult] = []
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(
-                await dispatcher.dispatch(
-                    calls(("read", "a"), ("read", "b")), reg, runner_for(reg)
-                )
-            )
-
-        tg.start_soon(go)
+        out = dispatch_soon(
+            tg, dispatcher, calls(("read", "a"), ("read", "b")), reg, runner_for(reg)
+        )
         await anyio.wait_all_tasks_blocked()
         tg.start_soon(dispatcher.aclose)
         await anyio.wait_all_tasks_blocked()
@@ -552,17 +523,10 @@ async def test_aclose_cancels_after_the_drain_timeout(anyio_backend: Any) -> Non
     _probe, reg = _setup()
     drain = 0.2 if anyio_backend == "asyncio" else 5.0
     dispatcher = Dispatcher(ConcurrencyConfig(per_batch_max=1, drain_timeout=drain))
-    out: list[tw.ToolResult] = []
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(
-                await dispatcher.dispatch(
-                    calls(("read", "a"), ("read", "b")), reg, runner_for(reg)
-                )
-            )
-
-        tg.start_soon(go)
+        out = dispatch_soon(
+            tg, dispatcher, calls(("read", "a"), ("read", "b")), reg, runner_for(reg)
+        )
         await anyio.wait_all_tasks_blocked()
         start = anyio.current_time()
         await dispatcher.aclose()
@@ -598,21 +562,14 @@ async def test_a_skipped_call_does_not_let_later_calls_overtake_its_dependencies
             probe.tool("after", access=lambda a: tw.Access(reads=["k:1"])),
         ]
     )
-    out: list[tw.ToolResult] = []
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(
-                await Dispatcher().dispatch(
-                    calls(
-                        ("slow", "s"), ("aborted", "x"), ("after", "r"), ("boom", "b")
-                    ),
-                    reg,
-                    runner_for(reg),
-                )
-            )
-
-        tg.start_soon(go)
+        out = dispatch_soon(
+            tg,
+            Dispatcher(),
+            calls(("slow", "s"), ("aborted", "x"), ("after", "r"), ("boom", "b")),
+            reg,
+            runner_for(reg),
+        )
         await anyio.wait_all_tasks_blocked()
         assert sorted(probe.started()) == ["b", "s"]
         probe.release("b")  # boom fails -> 'aborted' is skipped while 'slow' still runs

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-from sched_probe import Probe, calls, runner_for
+from sched_probe import Probe, calls, dispatch_soon, runner_for
 
 import toolweave as tw
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken, classify
@@ -159,20 +159,15 @@ async def test_a_call_aborted_while_its_batch_waits_is_never_admitted() -> None:
         ]
     )
     started: list[str] = []
-    out: list[tw.ToolResult] = []
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(
-                await Dispatcher(ConcurrencyConfig(policy="partition")).dispatch(
-                    calls(("boom", "b"), ("shell", "s")),
-                    reg,
-                    runner_for(reg),
-                    on_started=lambda c: started.append(c.id),
-                )
-            )
-
-        tg.start_soon(go)
+        out = dispatch_soon(
+            tg,
+            Dispatcher(ConcurrencyConfig(policy="partition")),
+            calls(("boom", "b"), ("shell", "s")),
+            reg,
+            runner_for(reg),
+            on_started=lambda c: started.append(c.id),
+        )
         await anyio.wait_all_tasks_blocked()
         probe.release("b")
     assert started == ["c0"]
@@ -230,17 +225,10 @@ async def test_a_forced_close_settles_running_and_waiting_calls(
     )
     drain = 0.05 if anyio_backend == "asyncio" else 3.0
     dispatcher = Dispatcher(ConcurrencyConfig(drain_timeout=drain))
-    out: list[tw.ToolResult] = []
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(
-                await dispatcher.dispatch(
-                    calls(("write", "w"), ("read", "r")), reg, runner_for(reg)
-                )
-            )
-
-        tg.start_soon(go)
+        out = dispatch_soon(
+            tg, dispatcher, calls(("write", "w"), ("read", "r")), reg, runner_for(reg)
+        )
         await anyio.wait_all_tasks_blocked()
         await dispatcher.aclose()
     assert out[0].synthetic and "Cancelled: the dispatcher was closed" in out[0].text
@@ -256,14 +244,9 @@ async def test_a_forced_close_cancels_the_call_run_on_the_caller(
     reg = tw.ToolRegistry([probe.tool("read")])
     drain = 0.5 if anyio_backend == "asyncio" else 3.0
     dispatcher = Dispatcher(ConcurrencyConfig(per_batch_max=1, drain_timeout=drain))
-    out: list[tw.ToolResult] = []
     batch = calls(("read", "a"), ("read", "b"), ("read", "c"))
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(await dispatcher.dispatch(batch, reg, runner_for(reg)))
-
-        tg.start_soon(go)
+        out = dispatch_soon(tg, dispatcher, batch, reg, runner_for(reg))
         await probe.entered_event("a").wait()
         tg.start_soon(dispatcher.aclose)
         while not dispatcher.closed:  # aclose marks the batch closed before it waits
@@ -282,20 +265,15 @@ async def test_closing_after_an_interrupt_keeps_the_interrupt_reason() -> None:
     )
     token = InterruptToken()
     dispatcher = Dispatcher()
-    out: list[tw.ToolResult] = []
     async with anyio.create_task_group() as tg:
-
-        async def go() -> None:
-            out.extend(
-                await dispatcher.dispatch(
-                    calls(("read", "a"), ("write", "w")),
-                    reg,
-                    runner_for(reg),
-                    interrupt=token,
-                )
-            )
-
-        tg.start_soon(go)
+        out = dispatch_soon(
+            tg,
+            dispatcher,
+            calls(("read", "a"), ("write", "w")),
+            reg,
+            runner_for(reg),
+            interrupt=token,
+        )
         await anyio.wait_all_tasks_blocked()
         token.set()  # the BLOCK read runs on
         tg.start_soon(dispatcher.aclose)
