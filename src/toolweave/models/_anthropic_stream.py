@@ -1,6 +1,10 @@
 """Anthropic Messages stream events -> neutral chunks (seed 002 §11.1).
 
-A tool call is emitted the moment its ``content_block_stop`` arrives; thinking
+A tool call is emitted the moment its ``content_block_stop`` arrives. A stream
+cut inside a ``tool_use`` block (``max_tokens`` mid-arguments: no
+``content_block_stop``, straight to ``message_delta``) still yields that call at
+`finish`, with its partial arguments as ``raw_arguments``, as the Chat and
+Responses mappers do, so the loop's truncation path sees it. Thinking
 blocks are streamed verbatim with their signature (redacted ones with their
 opaque data). Nothing is aggregated here: the chunks go to the caller only.
 """
@@ -92,9 +96,15 @@ class AnthropicStreamMapper:
         return self._last_block
 
     def finish(self) -> list[StreamChunk]:
-        """The closing `StreamEnd`; raises `ModelConnectionError` if the stream was cut."""
+        """Calls left open by a cut, then the closing `StreamEnd`.
+
+        Raises `ModelConnectionError` if the stream itself was cut (no ``message_stop``).
+        """
         if not self._stopped:
             raise ModelConnectionError("anthropic stream ended before message_stop")
+        out: list[StreamChunk] = []
+        for index in sorted(self._tools):
+            out.extend(self._stop(index))
         raw = self._stop_raw
         stop = (
             ANTHROPIC_STOP_REASONS.get(raw, StopReason.UNKNOWN)
@@ -108,7 +118,8 @@ class AnthropicStreamMapper:
             cache_write_tokens=self._cache_write,
             requests=1,
         )
-        return [StreamEnd(stop, usage, raw_stop_reason=raw, model=self._model)]
+        out.append(StreamEnd(stop, usage, raw_stop_reason=raw, model=self._model))
+        return out
 
     def _delta(self, index: int, delta: Any) -> tuple[StreamChunk, ...]:
         kind = delta.type
