@@ -116,23 +116,6 @@ async def test_listener_faults_are_logged_and_swallowed(
     assert sum("listener" in r.message for r in caplog.records) == 4
 
 
-async def test_hallucinated_name_gets_an_error_and_is_exclusive() -> None:
-    probe, reg = _setup()
-    probe.release("a", "b")
-    out = await Dispatcher().dispatch(
-        [
-            tw.ToolCall("1", "read", {"key": "a"}),
-            tw.ToolCall("2", "reed", {"key": "x"}),
-            tw.ToolCall("3", "read", {"key": "b"}),
-        ],
-        reg,
-        runner_for(reg),
-    )
-    assert [r.is_error for r in out] == [False, True, False]
-    # the unknown call is a barrier: the read after it started only after it.
-    check_sequence_matches(probe.log, ["start a", "end a", "start b", "end b"])
-
-
 async def test_the_host_cap_is_shared_by_every_dispatch() -> None:
     # seed 000 §4: two sessions of 3 calls, cap 2: never more than 2, and 2 is reached.
     probe, reg = _setup()

@@ -90,21 +90,41 @@ def test_default_is_sequential_and_a_barrier() -> None:
     assert plan.access.is_barrier
 
 
-def test_hallucinated_name_is_exclusive() -> None:
+def test_hallucinated_name_runs_nothing_so_it_is_no_barrier() -> None:
     plan = _plan("no_such_tool")
-    assert plan.tool is None and not plan.parallel_ok and plan.access.is_barrier
+    assert plan.tool is None and plan.runs_nothing
+    assert plan.parallel_ok and plan.access == tw.Access()
     assert "unknown tool" in plan.reason
 
 
-def test_invalid_input_is_exclusive() -> None:
+def test_input_failing_its_schema_runs_nothing_so_it_is_no_barrier() -> None:
     plan = _plan("safe", {"x": "not a number"})
-    assert plan.tool is not None and plan.args is None
-    assert not plan.parallel_ok and plan.access.is_barrier
+    assert plan.tool is not None and plan.args is None and plan.runs_nothing
+    assert plan.parallel_ok and plan.access == tw.Access()
 
 
-def test_unparseable_json_is_exclusive() -> None:
-    plan = _plan("safe", {}, raw_arguments="{oops")
-    assert not plan.parallel_ok and plan.access.is_barrier
+def test_unparseable_json_runs_nothing_so_it_is_no_barrier() -> None:
+    plan = _plan("plain", {}, raw_arguments="{oops")
+    assert plan.runs_nothing and plan.parallel_ok and plan.access == tw.Access()
+
+
+def test_a_validator_that_raises_still_fails_closed() -> None:
+    # Something ran and misbehaved: not "provably runs nothing".
+    tool = _registry().get("safe")
+    assert tool is not None
+
+    def boom(raw: object) -> dict[str, object]:
+        raise RuntimeError("validator bug")
+
+    tool.parse = boom  # type: ignore[method-assign,assignment]
+    plan = classify(tw.ToolCall("id", "safe", {"x": 1}), tw.ToolRegistry([tool]))
+    assert not plan.runs_nothing and not plan.parallel_ok and plan.access.is_barrier
+    assert plan.reason == "input validation raised"
+
+
+def test_resolved_valid_calls_do_not_claim_to_run_nothing() -> None:
+    for name in ("safe", "plain", "raising", "hidden", "sync_cancel", "bad_access"):
+        assert not _plan(name).runs_nothing, name
 
 
 def test_concurrency_from_validated_input() -> None:

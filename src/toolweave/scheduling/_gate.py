@@ -4,6 +4,13 @@ Layer 1 (intent + config) is decided per batch by the Dispatcher: enabled, and t
 or more calls. Layer 2 (safety) is decided here per call: the call resolves, its
 input validates, it is SAFE, not hidden, and its interrupt behaviour allows
 parallel running. Anything unsure fails closed: the call becomes a barrier.
+
+One case is sure rather than unsure: a call whose tool is unknown, or whose input
+fails schema validation (or is not JSON), provably runs no code — the lifecycle
+answers it with an error before any hook, permission check or tool body — so it is
+no barrier: it touches nothing and may overlap anything (issue 13, item 6). A
+validator or classifier that *raised* is different: something ran and misbehaved,
+so that call still fails closed.
 """
 
 from __future__ import annotations
@@ -30,7 +37,13 @@ class CallPlan:
     access: Access
     """What the call claims to touch (a barrier when undeclared or unresolvable)."""
     reason: str = ""
-    """Why the call is not parallel-ok, in words (empty when it is)."""
+    """Why the call is not parallel-ok, or why it runs nothing, in words."""
+    runs_nothing: bool = False
+    """The call provably runs no code (unknown tool, input that fails its schema).
+
+    Its runner only writes the error result, so it is parallel-ok and touches
+    nothing: it need not serialize the batch around it.
+    """
 
     @property
     def interrupt(self) -> Interrupt:
@@ -44,6 +57,10 @@ def _exclusive(
     return CallPlan(tool, args, False, Access.barrier(), reason)
 
 
+def _runs_nothing(tool: Tool | None, reason: str) -> CallPlan:
+    return CallPlan(tool, None, True, Access(), reason, runs_nothing=True)
+
+
 def classify(call: ToolCall, registry: ToolRegistry) -> CallPlan:
     """Apply Layer 2 of the gate to one call. Never raises.
 
@@ -53,13 +70,13 @@ def classify(call: ToolCall, registry: ToolRegistry) -> CallPlan:
     """
     tool = registry.get(call.name)
     if tool is None:
-        return _exclusive(None, None, f"unknown tool {call.name!r}")
+        return _runs_nothing(None, f"unknown tool {call.name!r}")
     if call.raw_arguments is not None:
-        return _exclusive(tool, None, "arguments are not valid JSON")
+        return _runs_nothing(tool, "arguments are not valid JSON")
     try:
         args = tool.parse(call.input)
     except ToolInputError:
-        return _exclusive(tool, None, "invalid input")
+        return _runs_nothing(tool, "invalid input")
     except Exception:
         return _exclusive(tool, None, "input validation raised")
     if tool.hidden:

@@ -12,6 +12,10 @@ serial-equivalent for the conflicts it knows about.
 | rwlock          | parallel-ok = shared, else exclusive; write-preferring FIFO (001) |
 | conflict        | an edge only where Access conflicts (ours)                        |
 
+A call that provably runs nothing (`CallPlan.runs_nothing`: an unknown tool or
+input that fails its schema) has no dependencies under any policy and is no one's
+dependency: it is answered at once and never splits or serializes a batch.
+
 `partition` and `rwlock` draw the same graph; they differ in when a call is
 admitted: a partition call is not started (no slot, no `on_started`) until its
 batch's predecessors finished, while an rwlock call starts at once and waits at
@@ -53,13 +57,15 @@ class _AllOrNothing:
 
     def __init__(self) -> None:
         self._parallel: bool | None = None
+        self._last = -1
 
     def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
         if self._parallel is None:
-            self._parallel = len(plans) >= 2 and all(p.parallel_ok for p in plans)
-        if self._parallel or index == 0:
+            self._parallel = all(p.parallel_ok for p in plans)
+        if self._parallel or plans[index].runs_nothing:
             return ()
-        return (index - 1,)
+        last, self._last = self._last, index
+        return (last,) if last >= 0 else ()
 
 
 class _SharedExclusive:
@@ -74,6 +80,8 @@ class _SharedExclusive:
 
     def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
         last = self._last_exclusive
+        if plans[index].runs_nothing:
+            return ()
         if plans[index].parallel_ok:
             self._shared_since.append(index)
             return (last,) if last >= 0 else ()
