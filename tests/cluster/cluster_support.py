@@ -186,3 +186,24 @@ def refuse(path: str) -> str:
 def remote_crash() -> str:
     """Kill the Ray worker running the call."""
     os._exit(7)
+
+
+BIG_OUTPUT = "".join(f"row {i:06d} " + "z" * 40 + "\n" for i in range(3_000))
+"""About 150 KB: over every default result threshold."""
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+def dump() -> str:
+    """Print about 150 KB."""
+    return BIG_OUTPUT
+
+
+def dump_tools(task: BatchTask) -> list[Tool]:
+    """Tools factory with one large-output tool (importable by Ray workers)."""
+    del task
+    return [dump]
+
+
+def dump_steps(task_id: str) -> list[dict[str, Any]]:
+    """Call `dump`, then answer."""
+    return [step_calls((f"{task_id}-d", "dump", {})), step_text(f"{task_id} done")]

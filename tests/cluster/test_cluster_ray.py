@@ -21,8 +21,11 @@ import anyio
 import anyio.to_thread
 import pytest
 from cluster_support import (
+    BIG_OUTPUT,
     Rendezvous,
     batch_tools,
+    dump_steps,
+    dump_tools,
     fail,
     hang,
     ok_steps,
@@ -57,7 +60,7 @@ from toolweave.events import (
 from toolweave.loop import Agent, AgentConfig, RunResult
 from toolweave.messages import ToolResult
 from toolweave.scheduling import ConcurrencyConfig
-from toolweave.sessions import SQLiteSessionStore
+from toolweave.sessions import SQLiteSessionStore, results_dir_beside
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -332,3 +335,24 @@ def test_batch_command_on_ray(ray_cluster: Any, tmp_path: Path) -> None:
     assert sorted(records) == ["c0", "c1", "c2"]
     assert {(r.status, r.placement) for r in records.values()} == {("completed", "ray")}
     assert "done 3" in outcome.output
+
+
+async def test_ray_sessions_save_large_output_beside_the_store(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(task_line("big", dump_steps("big")) + "\n")
+    with anyio.fail_after(60):
+        stats = await run_batch(
+            tasks,
+            output=tmp_path / "out.jsonl",
+            tools=dump_tools,
+            store=store,
+            ray=True,
+        )
+    assert stats.completed == 1
+    (session,) = store.list_sessions(limit=10)
+    (saved,) = (results_dir_beside(store.path, session.id) / "tool-results").iterdir()
+    assert saved.read_text() == BIG_OUTPUT
+    store.close()

@@ -70,8 +70,12 @@ def agent_config(
     hooks: Hooks | None,
     ask: AskHandler | None,
     mode: str | None = None,
+    results_dir: Path | None = None,
 ) -> AgentConfig:
     """The AgentConfig of a CLI run. `mode` overrides the permission mode.
+
+    `results_dir` is where large tool results are saved (the CLI passes the
+    session's folder beside the store); None = a temporary one per agent.
 
     Raises:
         ConfigError: for an invalid rule or value.
@@ -97,6 +101,7 @@ def agent_config(
         ask=ask,
         hooks=hooks,
         workspace=workspace,
+        results_dir=results_dir,
     )
 
 

@@ -15,7 +15,13 @@ from rich.markup import escape
 from ..loop import Agent
 from ..messages import Message
 from ..models import Model
-from ..sessions import SessionInfo, SessionRecorder, SQLiteSessionStore, prepare_resume
+from ..sessions import (
+    SessionInfo,
+    SessionRecorder,
+    SQLiteSessionStore,
+    prepare_resume,
+    results_dir_beside,
+)
 from ..tools import Tool, ToolRegistry
 from ..tools.builtin import coding_tools
 from ..tools.mcp import open_mcp_servers
@@ -132,6 +138,7 @@ def _agent(
         hooks=hooks,
         ask=ask,
         mode=options.permission_mode,
+        results_dir=results_dir_beside(launch.store.path, launch.session.id),
     )
     system = coding_system_prompt(launch.workspace, settings.system)
     return Agent(launch.model, registry, system=system, config=config)

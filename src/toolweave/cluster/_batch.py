@@ -13,7 +13,7 @@ import anyio
 from .._exceptions import ClusterError, ConfigError, StoreError
 from ..events import Event
 from ..loop import AgentConfig
-from ..sessions import SessionStore
+from ..sessions import SessionStore, results_dir_beside
 from ._ray import connect_ray, require_ray
 from ._records import RecordWriter, SessionRecord, load_records
 from ._session import SessionSettings, ToolsFactory, run_session, serve_session
@@ -32,7 +32,9 @@ OnEvent = Callable[[Event], None]
 class _Backend(Protocol):
     placement: str
 
-    async def run(self, task: BatchTask, on_event: OnEvent) -> None: ...
+    async def run(
+        self, task: BatchTask, on_event: OnEvent, results_dir: str
+    ) -> None: ...
 
 
 @final
@@ -44,8 +46,8 @@ class _LocalBackend:
     def __init__(self, settings: SessionSettings) -> None:
         self._settings = settings
 
-    async def run(self, task: BatchTask, on_event: OnEvent) -> None:
-        await run_session(task, self._settings, on_event)
+    async def run(self, task: BatchTask, on_event: OnEvent, results_dir: str) -> None:
+        await run_session(task, self._settings, on_event, results_dir=results_dir)
 
 
 @cache
@@ -65,8 +67,8 @@ class _RayBackend:
         self._remote = _remote_session().options(**options)
         self._threads = anyio.CapacityLimiter(threads)
 
-    async def run(self, task: BatchTask, on_event: OnEvent) -> None:
-        generator = self._remote.remote(task, self._settings)
+    async def run(self, task: BatchTask, on_event: OnEvent, results_dir: str) -> None:
+        generator = self._remote.remote(task, self._settings, results_dir)
         async with aclosing(remote_items(generator, limiter=self._threads)) as items:
             async for item in items:
                 if isinstance(item, Outcome):
@@ -107,9 +109,11 @@ class _BatchRun:
         *,
         settings: SessionSettings,
         store: SessionStore | None,
+        results: Path,
         sink: EventSink | None,
         on_update: Callable[[BatchStatistics], None] | None,
     ) -> None:
+        self._results = results
         self._writer = writer
         self.tally = tally
         self._settings = settings
@@ -163,8 +167,11 @@ class _BatchRun:
         except StoreError as exc:
             return _crashed(task, str(exc), backend.placement)
         self.changed()
+        results_dir = results_dir_beside(
+            self._results, tracker.session_id or task.task_id
+        )
         try:
-            await backend.run(task, tracker.on_event)
+            await backend.run(task, tracker.on_event, str(results_dir))
         except Exception as exc:  # the session's fault: record it, go on
             return tracker.crashed(_describe(exc))
         except BaseException:  # the batch itself was cancelled: no result line
@@ -185,6 +192,16 @@ class _BatchRun:
             self.tally.running -= 1
             limiter.release_on_behalf_of(token)
         self.finish(record)
+
+
+def _results_anchor(store: SessionStore | None, output: Path) -> Path:
+    """The file whose ``.results/`` sibling holds the sessions' saved results.
+
+    The store's database file when it has one (a session's folder is then named
+    by its stored id, as in the CLI), else the result JSONL (named by task id).
+    """
+    path = getattr(store, "path", None)
+    return path if isinstance(path, Path) else output
 
 
 def _pending(
@@ -279,6 +296,7 @@ async def run_batch(
             tally,
             settings=settings,
             store=store,
+            results=_results_anchor(store, Path(output)),
             sink=sink,
             on_update=on_update,
         )

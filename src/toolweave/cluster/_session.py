@@ -78,8 +78,14 @@ def _factory(spec: ToolsFactory | str | None) -> ToolsFactory | None:
     return result
 
 
-def build_agent(task: BatchTask, settings: SessionSettings) -> Agent:
+def build_agent(
+    task: BatchTask, settings: SessionSettings, *, results_dir: str | None = None
+) -> Agent:
     """The agent for `task`, built in the process that will run it.
+
+    `results_dir` is where its large tool results are saved (`run_batch` passes
+    the session's folder beside the store); None = the config's, else a
+    temporary one removed when the session ends.
 
     Raises:
         ConfigError: no model, an unusable model spec, tools factory or budget.
@@ -89,7 +95,10 @@ def build_agent(task: BatchTask, settings: SessionSettings) -> Agent:
         raise ConfigError("no model: give the task a 'model' or the batch a default")
     base = settings.config or AgentConfig()
     workspace = Path(task.workspace) if task.workspace else base.workspace
-    config = dataclasses.replace(base, workspace=workspace, **task.budget.overrides())
+    saved = Path(results_dir) if results_dir is not None else base.results_dir
+    config = dataclasses.replace(
+        base, workspace=workspace, results_dir=saved, **task.budget.overrides()
+    )
     factory = _factory(settings.tools)
     tools: list[Tool] = list(factory(task)) if factory is not None else []
     if settings.remote_tools:
@@ -103,9 +112,15 @@ def build_agent(task: BatchTask, settings: SessionSettings) -> Agent:
 
 
 async def run_session(
-    task: BatchTask, settings: SessionSettings, emit: Callable[[Event], None]
+    task: BatchTask,
+    settings: SessionSettings,
+    emit: Callable[[Event], None],
+    *,
+    results_dir: str | None = None,
 ) -> None:
     """Run `task`'s session to its end, handing every event to `emit` in order.
+
+    Large tool results are saved under `results_dir` (see `build_agent`).
 
     The last event is `RunFinished`. Checkpoint: throughout. If `emit`
     raises, the run is interrupted (no more events are emitted), and once it
@@ -114,7 +129,7 @@ async def run_session(
     Raises:
         ConfigError: if the agent cannot be built (nothing was emitted then).
     """
-    agent = build_agent(task, settings)
+    agent = build_agent(task, settings, results_dir=results_dir)
     failure: Exception | None = None
     try:
         async with agent.open_run(task.prompt) as run:
@@ -129,16 +144,25 @@ async def run_session(
                         break  # leaving the block interrupts the run and waits for it
     finally:
         await agent.model.aclose()  # the HTTP client of a model built from a spec
+        await agent.aclose()  # and a temporary results directory, if it made one
     if failure is not None:
         raise failure
 
 
 def serve_session(
-    task: BatchTask, settings: SessionSettings
+    task: BatchTask, settings: SessionSettings, results_dir: str | None = None
 ) -> Iterator[Chunk | Outcome]:
-    """Body of a session's Ray task: its portable events in chunks, then the outcome."""
+    """Body of a session's Ray task: its portable events in chunks, then the outcome.
+
+    `results_dir` is a path on the worker's machine (the driver's, on one host).
+    """
 
     async def body(put: Emit) -> None:
-        await run_session(task, settings, lambda event: put(portable_event(event)))
+        await run_session(
+            task,
+            settings,
+            lambda event: put(portable_event(event)),
+            results_dir=results_dir,
+        )
 
     yield from pump(body)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
+import tempfile
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import final
 
 import anyio
@@ -56,6 +60,10 @@ class Agent:
         config: Budgets, guards, hooks, context, cost, tracing.
         name: The agent's name (in traces).
         state: Session state shared with other agents; None = a new one.
+
+    Large tool results are saved under the session's results directory: the
+    given state's, else ``config.results_dir``, else a temporary directory this
+    Agent owns (see `results_dir`).
     """
 
     def __init__(
@@ -83,6 +91,9 @@ class Agent:
         """The agent's name."""
         self.state = state or SessionState(workspace=self.config.workspace)
         """Session state shared by this agent's runs."""
+        self._results_cleanup: Callable[[], object] | None = None
+        if self.state.results_dir is None:
+            self.state.results_dir = self.config.results_dir or self._temporary_dir()
         compaction = self.config.compaction_model
         self._fallbacks = tuple(resolve_model(m) for m in self.config.fallback_models)
         summariser = self.model if compaction is None else resolve_model(compaction)
@@ -94,11 +105,34 @@ class Agent:
         ]
         self._prices = self.config.prices or PriceTable()
 
+    def _temporary_dir(self) -> Path:
+        """A private temporary results directory, removed with this Agent."""
+        path = Path(tempfile.mkdtemp(prefix="toolweave-results-"))
+        self._results_cleanup = weakref.finalize(
+            self, shutil.rmtree, path, ignore_errors=True
+        )
+        return path
+
+    @property
+    def results_dir(self) -> Path | None:
+        """Where large tool results of this agent's runs are saved.
+
+        Lifetime: a directory from ``config.results_dir`` (or the given state) is
+        the caller's and is never removed; the temporary one made when neither
+        names one lives as long as this Agent: `aclose` removes it, and so do
+        garbage collection and interpreter exit, whichever comes first.
+        """
+        return self.state.results_dir
+
     async def aclose(self) -> None:
         """Close the models this agent created from spec strings (their HTTP clients).
 
-        Models passed in as objects are the caller's to close. Idempotent.
+        Also removes the temporary results directory, if this Agent made one
+        (saved results are gone after this). Models passed in as objects are the
+        caller's to close. Idempotent.
         """
+        if self._results_cleanup is not None:
+            self._results_cleanup()
         owned, self._owned = self._owned, []
         for model in owned:
             await model.aclose()

@@ -89,7 +89,15 @@ class AgentConfig:
     tracing: TracePolicy = field(default_factory=TracePolicy)
     """OpenTelemetry tracing policy."""
     workspace: Path | None = None
-    """Root for file tools, tool-results persistence and context providers."""
+    """Root for file tools and context providers."""
+    results_dir: Path | None = None
+    """Where large tool results are saved (``<results_dir>/tool-results/<call>.txt``).
+
+    None = a fresh temporary directory owned by the Agent, removed by
+    `Agent.aclose`, when the Agent is garbage-collected, or at interpreter exit.
+    The CLI and `run_batch` set one next to the session store, so saved results
+    outlive the process and a resumed session still finds them.
+    """
     dispatcher: Dispatcher | None = None
     """A Dispatcher shared with other agents (the host cap); None = one per run."""
     retry: RetryPolicy | None = None

@@ -9,6 +9,7 @@ starts with ``[sub-agent failed]``; its siblings' results are unaffected.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Iterable
 from typing import Any, final
 
@@ -89,10 +90,21 @@ class SubAgentTool(Tool):
         self.results: list[RunResult] = []
         """The result of every child run, in completion order (for inspection)."""
 
-    def _child(self) -> Agent:
+    def _child(self, ctx: ToolContext) -> Agent:
+        """A fresh child; it saves large results in a folder of the parent's results dir.
+
+        So a path the child's answer mentions stays readable after the child
+        closed (a child with its own ``config.results_dir`` keeps that one).
+        """
         wall = self.child_config.max_wall_clock
         budget = self.child_timeout if wall is None else min(wall, self.child_timeout)
-        config = dataclasses.replace(self.child_config, max_wall_clock=budget)
+        results = self.child_config.results_dir
+        parent = ctx.state.results_dir
+        if results is None and parent is not None:
+            results = parent / "subagents" / uuid.uuid4().hex
+        config = dataclasses.replace(
+            self.child_config, max_wall_clock=budget, results_dir=results
+        )
         return Agent(
             self.child_model,
             self.child_tools,
@@ -104,7 +116,7 @@ class SubAgentTool(Tool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> str:
         """Run the child on `args["prompt"]`; its output, or a ToolError marked as a failure."""
         result: RunResult | None = None
-        child = self._child()
+        child = self._child(ctx)
         try:
             with anyio.move_on_after(self.child_timeout + _GRACE):
                 async with child.open_run(args["prompt"]) as run:

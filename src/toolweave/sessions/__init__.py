@@ -24,6 +24,7 @@ from ._records import ModelCallRecord as ModelCallRecord
 from ._records import RunInfo as RunInfo
 from ._records import RunState as RunState
 from ._records import SessionInfo as SessionInfo
+from ._results_dir import results_dir_beside as results_dir_beside
 from ._resume import RESUME_PROMPT as RESUME_PROMPT
 from ._resume import ResumePlan as ResumePlan
 from ._resume import lost_result as lost_result
@@ -60,5 +61,6 @@ __all__ = [
     "message_to_json",
     "owner_alive",
     "prepare_resume",
+    "results_dir_beside",
     "skipped_result",
 ]

@@ -24,8 +24,13 @@ DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
 """The longest timeout a call may ask for."""
 
-DEFAULT_MAX_OUTPUT_BYTES = 30_000
-"""Output kept per call: the first and last halves, with a marker between."""
+DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
+"""Output kept per call: the first and last halves, with a marker between.
+
+Large on purpose: output over the tool's `max_result_chars` is saved whole to
+the session's results directory by the lifecycle and the model gets a preview
+and the file's path, so this cap only bounds memory, not what the model sees.
+"""
 
 _EXIT_1_IS_AN_ANSWER = frozenset(
     {"grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["}
@@ -90,7 +95,8 @@ class BashTool(Tool):
                 "Run a bash command in the workspace root and return its output "
                 "(stdout and stderr together) and exit code. Each call is a new "
                 "shell; background processes are killed when it exits. Output is "
-                f"capped to about {max_output_bytes} bytes (head and tail kept). "
+                "Long output is saved to a file: you get a preview and its path "
+                "(page through it with read). "
                 "Prefer read/grep/glob for reading files."
             ),
             input_model=BashInput,

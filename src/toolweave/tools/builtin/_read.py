@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..._exceptions import ToolError, ToolInputError
+from ..._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
 from ...messages import ContentBlock, Image, Text
 from .._access import Access, Concurrency, Interrupt
 from .._context import SessionState, ToolContext
@@ -22,10 +22,21 @@ from ._readstate import fingerprint, record_read, span_covered
 from ._textfile import SNIFF_BYTES, image_type, is_binary, iter_lines, number_lines
 from ._workspace import Workspace
 
-__all__ = ["ReadTool"]
+__all__ = ["DEFAULT_CHAR_LIMIT", "ReadTool"]
+
+_NUMBER_WIDTH = 8
+"""Characters `number_lines` adds to a line: a 6-wide number, a tab, a newline."""
 
 DEFAULT_LINE_LIMIT = 2000
 """Lines shown when the call gives no `limit`."""
+
+DEFAULT_CHAR_LIMIT = 40_000
+"""Characters of numbered text one read shows at most; the rest is paged.
+
+`read` is exempt from large-result persistence (``max_result_chars=None``):
+saving a file's content to another file the model would then have to read
+helps no one. It pages instead, and its closing line says where to go on.
+"""
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Larger images are refused rather than sent to the model."""
@@ -54,6 +65,8 @@ class _Window:
     lines: list[str]
     more: bool
     total_seen: int
+    full: bool = False
+    """True if the character cap (not the line limit) ended the window."""
 
 
 class ReadTool(Tool):
@@ -62,6 +75,15 @@ class ReadTool(Tool):
     SAFE; access: reads ``fs:<resolved path>``. Interrupt: BLOCK (seed 000 §6:
     ReadTool is non-interruptible; a read is short and it updates the read
     ledger, which should not be left half-told).
+
+    Paging: one result shows at most `limit` lines (default
+    `DEFAULT_LINE_LIMIT`) and at most `max_chars` characters of numbered text
+    (default `DEFAULT_CHAR_LIMIT`), whichever ends first; a last line then says
+    which lines were shown and the ``offset`` that reads on. Never persisted.
+
+    Saved results: a path inside the session's results directory (where large
+    outputs of other tools are saved) may be read too, so a persisted result's
+    path can be paged through like any file.
 
     Read state (v2.1.91/92): the result carries a stale-read hint when the file
     changed on disk since the session last read it, and a re-read of an
@@ -72,14 +94,24 @@ class ReadTool(Tool):
     image over `MAX_IMAGE_BYTES`, a path outside the workspace.
     """
 
-    def __init__(self, root: str | os.PathLike[str] | Workspace) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | Workspace,
+        *,
+        max_chars: int = DEFAULT_CHAR_LIMIT,
+    ) -> None:
+        if max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1, got {max_chars}")
         self.workspace = root if isinstance(root, Workspace) else Workspace(root)
         """The root reads are confined to."""
+        self.max_chars = max_chars
+        """Characters of numbered text one result shows at most."""
         super().__init__(
             name="read",
             description=(
                 "Read a file in the workspace. Text comes back with line numbers "
-                "(like `cat -n`); use offset/limit for a window of a long file. "
+                "(like `cat -n`); a long file comes back a page at a time, ending "
+                "with the offset to read on from; use offset/limit for a window. "
                 "Images (PNG, JPEG, GIF, WebP) come back as images. Binary files "
                 "are refused. Reading a range you already read, unchanged, "
                 "returns a short note instead of the same lines."
@@ -89,6 +121,7 @@ class ReadTool(Tool):
             access=self._access,
             interrupt=Interrupt.BLOCK,
             runs_in_thread=True,
+            max_result_chars=None,  # pages instead (see DEFAULT_CHAR_LIMIT)
         )
 
     def permission_subject(self, args: dict[str, Any]) -> PurePath:
@@ -106,8 +139,7 @@ class ReadTool(Tool):
         self, args: dict[str, Any], state: SessionState
     ) -> str | tuple[ContentBlock, ...]:
         """The blocking body of `call`."""
-        path = self.workspace.resolve(args["path"])
-        rel = self.workspace.relative(path)
+        path, rel = self._locate(args["path"], state)
         _check_is_file(path, rel, self.workspace)
         with path.open("rb") as stream:
             st = os.fstat(stream.fileno())
@@ -121,8 +153,23 @@ class ReadTool(Tool):
                     "text and images. Use bash (e.g. `xxd`, `file`) to inspect it."
                 )
             stream.seek(0)
-            window = _window(stream, args["offset"], args["limit"])
+            window = _window(stream, args["offset"], args["limit"], self.max_chars)
         return self._text(window, args, st, rel, state, path)
+
+    def _locate(self, given: str, state: SessionState) -> tuple[Path, str]:
+        """The resolved path and how results name it: in the workspace, or a saved result.
+
+        Raises:
+            WorkspaceEscapeError: outside both the workspace and the results directory.
+        """
+        try:
+            path = self.workspace.resolve(given)
+        except WorkspaceEscapeError:
+            saved = _in_results_dir(given, state)
+            if saved is None:
+                raise
+            return saved, str(saved)
+        return path, self.workspace.relative(path)
 
     def _text(
         self,
@@ -148,8 +195,13 @@ class ReadTool(Tool):
         body = number_lines(window.lines, offset) if window.lines else "(empty file)"
         if window.more:
             last = offset + len(window.lines) - 1
+            why = (
+                f"; this read's {self.max_chars:,}-character page is full"
+                if window.full
+                else ""
+            )
             body += (
-                f"\n\n[showing lines {offset}-{last}; the file continues: "
+                f"\n\n[showing lines {offset}-{last}{why}; the file continues: "
                 f"read with offset={last + 1} for more]"
             )
         if stale:
@@ -200,17 +252,40 @@ def _check_is_file(path: Path, rel: str, workspace: Workspace) -> None:
     raise ToolError(f"File not found: {rel}.{hint}")
 
 
-def _window(stream: BinaryIO, offset: int, limit: int | None) -> _Window:
+def _in_results_dir(given: str, state: SessionState) -> Path | None:
+    """`given` resolved, if it lies inside the session's results directory."""
+    root = state.results_dir
+    if root is None or not Path(given).is_absolute():
+        return None
+    try:
+        resolved, base = Path(given).resolve(), root.resolve()
+    except (OSError, RuntimeError):
+        return None
+    return resolved if resolved.is_relative_to(base) else None
+
+
+def _window(
+    stream: BinaryIO, offset: int, limit: int | None, max_chars: int
+) -> _Window:
+    """Lines from `offset`: at most `limit` of them and about `max_chars` numbered.
+
+    The first line is always shown (lines are cut at `MAX_LINE_CHARS`), so a
+    page never comes back empty.
+    """
     want = limit if limit is not None else DEFAULT_LINE_LIMIT
     lines: list[str] = []
-    seen = 0
+    seen = used = 0
     for line in iter_lines(stream):
         seen += 1
         if seen < offset:
             continue
         if len(lines) == want:
             return _Window(lines, more=True, total_seen=seen)
+        cost = len(line) + _NUMBER_WIDTH
+        if lines and used + cost > max_chars:
+            return _Window(lines, more=True, total_seen=seen, full=True)
         lines.append(line)
+        used += cost
     return _Window(lines, more=False, total_seen=seen)
 
 
