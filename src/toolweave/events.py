@@ -21,6 +21,7 @@ from .messages import Message, ModelResponse, ToolCall, ToolResult, Usage
 __all__ = [
     "CompactBoundary",
     "CompletionReason",
+    "DeclarationViolation",
     "Event",
     "IterationStarted",
     "LoopTransition",
@@ -185,6 +186,34 @@ class ToolResultReady:
 
 
 @dataclass(frozen=True, slots=True)
+class DeclarationViolation:
+    """A running call did something its declaration does not cover (the declaration audit).
+
+    Reported once the call is over, before its `ToolResultReady`. With the audit
+    in ``"enforce"`` mode the operation was stopped (`blocked`) and the call
+    ended with an error result naming it; in ``"warn"`` mode it went ahead.
+    """
+
+    call_id: str
+    """The call's id."""
+    tool: str
+    """The tool's name."""
+    operation: str
+    """The audit event: ``open``, ``os.remove``, ``subprocess.Popen``, ``socket.connect``…"""
+    target: str
+    """The absolute path, the command, or the address."""
+    source: str
+    """``file:line`` in the tool's own code that did it ('' if not found)."""
+    _: KW_ONLY
+    reason: str = ""
+    """Why it breaks the declaration, in words."""
+    blocked: bool = False
+    """True if the operation was stopped (enforce mode)."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
 class Retry:
     """A model call failed and will be retried (possibly on a fallback model)."""
 
@@ -306,6 +335,7 @@ Event: TypeAlias = (
     | ToolRunning
     | ToolProgress
     | ToolResultReady
+    | DeclarationViolation
     | Retry
     | CompactBoundary
     | LoopTransition

@@ -1,5 +1,11 @@
-"""One call's lifecycle: validation, hooks, permissions, timeouts, result budgets."""
+"""One call's lifecycle: validation, hooks, permissions, timeouts, result budgets.
 
+It also holds the declaration audit (`ToolRunner(audit="warn" | "enforce")`),
+which checks each running call's writes, process starts and connects against
+its declared concurrency and `Access`; the rules are in `_audit_rules`.
+"""
+
+from ._audit import AuditMode as AuditMode
 from ._authorize import AskAnswer as AskAnswer
 from ._authorize import AskHandler as AskHandler
 from ._config import ExecutionConfig as ExecutionConfig
@@ -34,6 +40,7 @@ from ._signals import BatchSignals as BatchSignals
 __all__ = [
     "AskAnswer",
     "AskHandler",
+    "AuditMode",
     "BatchSignals",
     "CallKind",
     "ExecutionConfig",

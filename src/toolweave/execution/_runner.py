@@ -12,6 +12,7 @@ from ..events import Event, ToolRunning
 from ..events import Warning as WarningEvent
 from ..messages import ToolCall, ToolResult
 from ..tools import SessionState, Tool, ToolContext, ToolRegistry
+from ._audit import AuditMode, Auditor, unaudited
 from ._authorize import AskHandler, PermissionGate
 from ._budget import enforce_batch_budget, persist_if_large
 from ._config import ExecutionConfig
@@ -68,6 +69,11 @@ class ToolRunner:
     the call with an error result; `__call__` never raises except cancellation,
     which propagates (the Dispatcher writes the synthetic result).
 
+    `audit` switches the declaration audit on for the calls it runs
+    (``"warn"`` reports `DeclarationViolation` events, ``"enforce"`` also
+    stops the operation and fails the call; see `toolweave.execution`'s
+    audit notes); ``"off"`` (the default) installs nothing.
+
     Concurrency: calls of a batch may be awaited concurrently on one event loop;
     their hooks then run concurrently too. The runner is bound to the event loop
     it is used on and is not thread-safe.
@@ -84,6 +90,7 @@ class ToolRunner:
         mode: PermissionMode = PermissionMode.DEFAULT,
         ask: AskHandler | None = None,
         on_event: Callable[[Event], None] | None = None,
+        audit: AuditMode = "off",
     ) -> None:
         self._registry = registry
         self._state = state
@@ -91,6 +98,10 @@ class ToolRunner:
         self._hooks = hooks
         self._gate = PermissionGate(permissions, mode, ask, state)
         self._on_event = on_event
+        self._auditor = Auditor(audit)
+        self._progress_sink = (
+            on_event if on_event is None or audit == "off" else unaudited(on_event)
+        )
         self._ledger = ReplacementLedger()
         self._signals = SignalCollector()
         self._counts = {"calls": 0, "errors": 0, "timeouts": 0, "threads_left": 0}
@@ -217,9 +228,9 @@ class ToolRunner:
             raise CallFailed(problem)
 
     def _context(self, call: ToolCall) -> tuple[ToolContext, ProgressReporter | None]:
-        if self._on_event is None:
+        if self._progress_sink is None:
             return ToolContext(call, self._state), None
-        reporter = ProgressReporter(call.id, self._on_event)
+        reporter = ProgressReporter(call.id, self._progress_sink)
         return ToolContext(call, self._state, progress=reporter), reporter
 
     async def _run(self, call: ToolCall) -> ToolResult:
@@ -251,7 +262,9 @@ class ToolRunner:
         )
         if self._on_event is not None:
             emit_safely(self._on_event, ToolRunning(call.id))
-        executed = await execute(tool, args, ctx, timeout)
+        executed = await self._auditor.run(
+            tool, call, args, execute(tool, args, ctx, timeout), self._on_event
+        )
         if executed.error is not None:
             return await self._failed(tool, call, args, executed, hooks)
         return await self._succeeded(tool, call, args, executed, hooks)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._exceptions import ConfigError
-from ..execution import ExecutionConfig, PermissionMode
+from ..execution import AuditMode, ExecutionConfig, PermissionMode
+from ..execution._audit import check_audit_mode
 from ..scheduling import ConcurrencyConfig
 from ._context import ContextProvider
 from ._cost import PriceTable
@@ -104,8 +105,14 @@ class AgentConfig:
     """Backoff, Retry-After clamp and fallback threshold of model calls; None = defaults."""
     fallback_models: Sequence[Model | str] = ()
     """Models to switch to when the agent's model keeps failing (seed 002 §10)."""
+    audit: AuditMode = "off"
+    """The declaration audit of in-process tool calls: ``"off"`` (no hook installed),
+    ``"warn"`` (a `DeclarationViolation` event per write, process start or connect
+    the call's declaration does not cover) or ``"enforce"`` (the operation raises
+    PermissionError inside the tool and the call ends with an error naming it)."""
 
     def __post_init__(self) -> None:
+        check_audit_mode(self.audit)
         if self.max_iterations < 1:
             raise ConfigError(f"max_iterations must be >= 1, got {self.max_iterations}")
         for name in ("max_cost_usd", "max_wall_clock"):

@@ -59,6 +59,7 @@ class RunSetup:
             mode=cfg.permission_mode,
             ask=cfg.ask,
             on_event=emit,
+            audit=cfg.audit,
         )
 
     def budget(self) -> BudgetTracker:

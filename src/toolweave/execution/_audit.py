@@ -1,0 +1,165 @@
+"""The declaration audit around one call: scope it, report what broke the declaration.
+
+`Auditor.run` is the runner's one seam: it sets the call's `AuditScope` for
+the time the tool itself runs (not the lifecycle's own work before or after:
+hooks, result persistence and the session store are the runtime's, not the
+tool's), then reports each breach as a `DeclarationViolation` event and, in
+enforce mode, turns the call into an error result that names the breach.
+See `_audit_rules` for what counts as a breach and `_audit_hook` for how
+operations are seen.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypeAlias, get_args
+
+from .._exceptions import ConfigError
+from ..events import DeclarationViolation, Event
+from ..messages import ToolCall
+from ..tools import Tool
+from ._audit_hook import AuditScope, current_scope, ensure_installed
+from ._audit_rules import effective_access
+from ._execute import Executed, emit_safely
+
+__all__ = ["AuditMode", "Auditor", "check_audit_mode", "unaudited"]
+
+AuditMode: TypeAlias = Literal["off", "warn", "enforce"]
+"""off: no hook at all; warn: report and let it happen; enforce: stop it."""
+
+_MODES: tuple[str, ...] = get_args(AuditMode)
+_MAX_SHOWN = 3
+_scope = current_scope()
+EventSink = Callable[[Event], None]
+
+
+def check_audit_mode(mode: object) -> AuditMode:
+    """`mode` as an AuditMode.
+
+    Raises:
+        ConfigError: if it is not ``"off"``, ``"warn"`` or ``"enforce"``.
+    """
+    if mode == "off":
+        return "off"
+    if mode == "warn":
+        return "warn"
+    if mode == "enforce":
+        return "enforce"
+    raise ConfigError(f"audit must be one of {', '.join(_MODES)}; got {mode!r}")
+
+
+def unaudited(sink: EventSink) -> EventSink:
+    """`sink`, run outside any call's audit scope (a listener's I/O is not the tool's)."""
+
+    def call(event: Event) -> None:
+        token = _scope.set(None)
+        try:
+            sink(event)
+        finally:
+            _scope.reset(token)
+
+    return call
+
+
+def _function_file(fn: object) -> str | None:
+    fn = getattr(fn, "func", fn)  # functools.partial
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    return getattr(code, "co_filename", None)
+
+
+@functools.lru_cache(maxsize=512)
+def _code_files(tool: Tool) -> frozenset[str]:
+    """The files holding the tool's own code (where its source line is looked for)."""
+    files: set[str | None] = set()
+    subject: object = tool
+    while subject is not None:
+        fn = getattr(subject, "fn", None) or getattr(type(subject), "call", None)
+        files.add(_function_file(fn))
+        subject = getattr(subject, "inner", None)  # a WrappedTool's tool
+    return frozenset(f for f in files if f is not None)
+
+
+class Auditor:
+    """Runs calls under the declaration audit in one mode; the runner holds one.
+
+    Thread affinity: `run` is awaited on the event loop; the scope it sets is
+    seen from every thread and task the call's work runs on.
+    """
+
+    __slots__ = ("mode",)
+
+    def __init__(self, mode: AuditMode) -> None:
+        self.mode = check_audit_mode(mode)
+        """The audit mode."""
+        if self.mode != "off":
+            ensure_installed()  # lazily: never while every runner has the audit off
+
+    async def run(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        work: Awaitable[Executed],
+        on_event: EventSink | None,
+    ) -> Executed:
+        """Await `work` (the tool's execution) under the call's audit scope.
+
+        A checkpoint (it awaits `work`). Breaches are reported as events once
+        `work` is over, also when it is cancelled. In enforce mode a call with
+        a breach ends with an error naming it, even if the tool caught the
+        PermissionError and went on.
+        """
+        if self.mode == "off":
+            return await work
+        concurrency = tool.concurrency_for(args)
+        scope = AuditScope(
+            call_id=call.id,
+            tool=tool.name,
+            concurrency=concurrency,
+            access=effective_access(concurrency, tool.access_for(args)),
+            enforce=self.mode == "enforce",
+            code_files=_code_files(tool),
+        )
+        token = _scope.set(scope)
+        try:
+            executed = await work
+        finally:
+            _scope.reset(token)
+            if on_event is not None:
+                _report(scope, on_event)
+        return _settle(scope, executed)
+
+
+def _report(scope: AuditScope, on_event: EventSink) -> None:
+    for breach in scope.breaches:
+        event = DeclarationViolation(
+            scope.call_id,
+            scope.tool,
+            breach.op.action,
+            breach.op.target,
+            breach.source,
+            reason=breach.reason,
+            blocked=breach.blocked,
+        )
+        emit_safely(on_event, event)
+
+
+def _settle(scope: AuditScope, executed: Executed) -> Executed:
+    """In enforce mode, a call with a breach fails with an error naming it."""
+    if not (scope.enforce and scope.breaches):
+        return executed
+    shown = "; ".join(b.describe(scope.tool) for b in scope.breaches[:_MAX_SHOWN])
+    more = len(scope.breaches) - _MAX_SHOWN
+    if more > 0:
+        shown += f" (and {more} more)"
+    message = (
+        f"Blocked by the declaration audit: {shown}. The tool's declared concurrency"
+        " and access do not allow this; declare it (see toolweave.Access) or do not"
+        " do it."
+    )
+    if executed.error is not None and "Declaration audit" not in executed.error:
+        message += f" The tool then failed with: {executed.error}"
+    return Executed(
+        error=message, timed_out=executed.timed_out, thread_left=executed.thread_left
+    )

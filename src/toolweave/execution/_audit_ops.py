@@ -1,0 +1,211 @@
+"""What an audit event does: the write, spawn or connect behind one PEP 578 event.
+
+`classify_event` maps an audit event name and its arguments to the operations
+the declaration audit checks, or to nothing for the (many) events it ignores.
+Paths are made absolute the way the kernel will see them: relative to the
+working directory, or to the directory a ``dir_fd`` names (read back from
+``/proc/self/fd``), with the parent resolved through symlinks and the last
+component kept as given (so removing a symlink names the link, not its target).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+__all__ = ["AUDITED_EVENTS", "Operation", "classify_event", "path_key"]
+
+OpKind = Literal["write", "spawn", "connect"]
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_EXCLUSIVE = os.O_CREAT | os.O_EXCL
+_UNRESOLVED = "<unresolved path>"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation an audit event performs."""
+
+    kind: OpKind
+    """``write`` (a file system change), ``spawn`` (a new process) or ``connect``."""
+    action: str
+    """The audit event, e.g. ``open``, ``os.remove``, ``subprocess.Popen``."""
+    target: str
+    """The absolute path, the command, or the address."""
+    exclusive: bool = False
+    """A file created with O_EXCL: it did not exist before (private to the call)."""
+
+
+Classifier: TypeAlias = Callable[[tuple[object, ...]], tuple[Operation, ...]]
+
+
+def path_key(path: str) -> str:
+    """The resource key of an absolute path: ``fs:<path>``."""
+    return "fs:" + path
+
+
+def _fspath(path: object, dir_fd: object = None) -> str:
+    """The absolute path `path` (relative to `dir_fd` if given) names."""
+    if isinstance(path, int) and not isinstance(path, bool):
+        return _fd_path(path)
+    try:
+        raw = os.fsdecode(os.fspath(path))  # type: ignore[call-overload]
+    except TypeError:
+        return _UNRESOLVED
+    if not os.path.isabs(raw):
+        base = (
+            _fd_path(dir_fd) if isinstance(dir_fd, int) and dir_fd >= 0 else os.getcwd()
+        )
+        if base == _UNRESOLVED:
+            return base
+        raw = os.path.join(base, raw)
+    head, tail = os.path.split(os.path.normpath(raw))
+    return os.path.join(os.path.realpath(head), tail) if tail else raw
+
+
+def _fd_path(fd: int) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return _UNRESOLVED
+
+
+def _write(action: str, path: object, dir_fd: object = None) -> tuple[Operation, ...]:
+    return (Operation("write", action, _fspath(path, dir_fd)),)
+
+
+def _open(args: tuple[object, ...]) -> tuple[Operation, ...]:
+    path, mode, flags = args[0], args[1], args[2]
+    if isinstance(flags, int) and flags >= 0:
+        writes = bool(flags & _WRITE_FLAGS)
+        exclusive = flags & _EXCLUSIVE == _EXCLUSIVE
+    else:  # no flags reported: judge by the mode string
+        text = mode if isinstance(mode, str) else ""
+        writes = any(c in text for c in "wax+")
+        exclusive = "x" in text
+    if not writes or (isinstance(path, int) and not isinstance(path, bool)):
+        return ()  # a read, or an fd already opened (its open was audited then)
+    return (Operation("write", "open", _fspath(path), exclusive=exclusive),)
+
+
+def _pair(action: str) -> Classifier:
+    """Both the source and the destination change (rename, replace, move)."""
+
+    def classify(args: tuple[object, ...]) -> tuple[Operation, ...]:
+        src_fd = args[2] if len(args) > 2 else None
+        dst_fd = args[3] if len(args) > 3 else None
+        return (
+            Operation("write", action, _fspath(args[0], src_fd)),
+            Operation("write", action, _fspath(args[1], dst_fd)),
+        )
+
+    return classify
+
+
+def _dst(action: str, dir_fd_at: int | None = None) -> Classifier:
+    """Only the destination (args[1]) changes: copies, links."""
+
+    def classify(args: tuple[object, ...]) -> tuple[Operation, ...]:
+        dir_fd = (
+            args[dir_fd_at] if dir_fd_at is not None and len(args) > dir_fd_at else None
+        )
+        return _write(action, args[1], dir_fd)
+
+    return classify
+
+
+def _first(action: str, dir_fd_at: int | None = None) -> Classifier:
+    """args[0] is the path that changes (args[dir_fd_at] its dir_fd, if any)."""
+
+    def classify(args: tuple[object, ...]) -> tuple[Operation, ...]:
+        dir_fd = (
+            args[dir_fd_at] if dir_fd_at is not None and len(args) > dir_fd_at else None
+        )
+        return _write(action, args[0], dir_fd)
+
+    return classify
+
+
+def _command(args: object) -> str:
+    if isinstance(args, str | bytes):
+        return os.fsdecode(args)
+    if isinstance(args, list | tuple):
+        return " ".join(
+            os.fsdecode(a) if isinstance(a, str | bytes) else str(a) for a in args
+        )
+    return repr(args)
+
+
+def _spawn(action: str, at: int) -> Classifier:
+    def classify(args: tuple[object, ...]) -> tuple[Operation, ...]:
+        shown = _command(args[at]) if len(args) > at else ""
+        return (Operation("spawn", action, shown),)
+
+    return classify
+
+
+def _popen(args: tuple[object, ...]) -> tuple[Operation, ...]:
+    executable, argv = args[0], args[1]
+    shown = _command(argv) if argv is not None else _command(executable)
+    return (Operation("spawn", "subprocess.Popen", shown),)
+
+
+def _address(address: object) -> str:
+    if isinstance(address, tuple) and len(address) >= 2:
+        return f"{address[0]}:{address[1]}"
+    if isinstance(address, bytes):
+        return os.fsdecode(address)
+    return str(address)
+
+
+def _connect(action: str) -> Classifier:
+    def classify(args: tuple[object, ...]) -> tuple[Operation, ...]:
+        return (Operation("connect", action, _address(args[1])),)
+
+    return classify
+
+
+_CLASSIFIERS: dict[str, Classifier] = {
+    "open": _open,
+    "os.remove": _first("os.remove", 1),
+    "os.rmdir": _first("os.rmdir", 1),
+    "os.mkdir": _first("os.mkdir", 2),
+    "os.chmod": _first("os.chmod", 2),
+    "os.chown": _first("os.chown", 3),
+    "os.truncate": _first("os.truncate"),
+    "os.utime": _first("os.utime", 4),
+    "os.rename": _pair("os.rename"),
+    "os.link": _dst("os.link", 3),
+    "os.symlink": _dst("os.symlink", 2),
+    "shutil.rmtree": _first("shutil.rmtree", 1),
+    "shutil.move": _pair("shutil.move"),
+    "shutil.copyfile": _dst("shutil.copyfile"),
+    "shutil.copymode": _dst("shutil.copymode"),
+    "shutil.copystat": _dst("shutil.copystat"),
+    "shutil.copytree": _dst("shutil.copytree"),
+    "shutil.chown": _first("shutil.chown"),
+    "shutil.unpack_archive": _dst("shutil.unpack_archive"),
+    "subprocess.Popen": _popen,
+    "os.system": _spawn("os.system", 0),
+    "os.exec": _spawn("os.exec", 1),
+    "os.posix_spawn": _spawn("os.posix_spawn", 1),
+    "os.spawn": _spawn("os.spawn", 2),
+    "os.fork": _spawn("os.fork", 99),
+    "os.forkpty": _spawn("os.forkpty", 99),
+    "pty.spawn": _spawn("pty.spawn", 0),
+    "socket.connect": _connect("socket.connect"),
+    "socket.sendto": _connect("socket.sendto"),
+}
+"""Audit event name → its classifier. Every other event is ignored."""
+
+
+def classify_event(event: str, args: tuple[object, ...]) -> tuple[Operation, ...]:
+    """The operations behind audit event `event`; () when it changes nothing we check."""
+    classify = _CLASSIFIERS.get(event)
+    return () if classify is None else classify(args)
+
+
+AUDITED_EVENTS = frozenset(_CLASSIFIERS)
+"""The audit events the declaration audit looks at."""

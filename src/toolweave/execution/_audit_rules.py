@@ -1,0 +1,101 @@
+"""Is an operation inside what the call declared? The declaration audit's rules.
+
+How `Access` keys name what the audit sees:
+
+* **Paths.** ``fs:<absolute path>`` (``file:<absolute path>`` is the same) names
+  a file or a directory and everything below it; ``fs:`` alone names every
+  path; ``*`` names everything. A write (open for write/append/create/truncate,
+  remove, rename or replace — both ends —, mkdir, rmdir, chmod, chown, utime,
+  truncate, links, shutil's copies, moves and tree removals) must lie inside a
+  declared *write* key. Reads are not audited.
+* **Processes.** Starting one (subprocess, ``os.system``, ``os.exec*``,
+  ``os.posix_spawn``, ``os.fork``) needs a ``proc:`` key (read or write, e.g.
+  ``proc:rg``), or a write of ``*``. What the child then does is out of sight.
+* **Network.** A connect (or ``sendto``) needs a ``net:`` key (read or write,
+  e.g. ``net:example.com``), or a write of ``*``. Hosts are not matched: a connect sees an
+  address, not the name that was looked up.
+* Every other key (``todo:``, ``db:users``) is opaque: the audit cannot see it.
+
+A call with no declared access is checked against what the scheduler assumed
+for it: a SAFE call reads everything (so it may write, spawn and connect
+nothing), a SEQUENTIAL call is a barrier (it may do anything).
+
+Two writes are never violations: a file the call created exclusively (O_EXCL,
+as `tempfile.mkstemp` does; later writes, renames and removal of it included,
+since nobody else could have seen it before), and byte-code caches Python
+writes when a module is imported (``__pycache__``).
+"""
+
+from __future__ import annotations
+
+from ..tools import Access, Concurrency
+from ._audit_ops import Operation, path_key
+
+__all__ = ["effective_access", "rule_broken"]
+
+_SEPARATORS = ("/", ":")
+_PYCACHE = "/__pycache__"
+
+
+def effective_access(concurrency: Concurrency, declared: Access | None) -> Access:
+    """What the scheduler assumed: undeclared SAFE reads all, SEQUENTIAL is a barrier."""
+    if declared is not None:
+        return declared
+    return Access.read_all() if concurrency is Concurrency.SAFE else Access.barrier()
+
+
+def _normal(key: str) -> str:
+    return "fs:" + key[5:] if key.startswith("file:") else key
+
+
+def covers(outer: str, inner: str) -> bool:
+    """True if key `outer` names `inner` (itself, or something below it)."""
+    outer = _normal(outer)
+    if outer in ("*", inner):
+        return True
+    return inner.startswith(outer) and (
+        outer.endswith(_SEPARATORS) or inner[len(outer)] in _SEPARATORS
+    )
+
+
+def _declares(access: Access, namespace: str) -> bool:
+    """A key in `namespace` is read or written, or everything is written (a barrier)."""
+    return access.is_barrier or any(
+        k.startswith(namespace) for k in access.reads + access.writes
+    )
+
+
+def is_private(path: str, private: set[str]) -> bool:
+    """True for a byte-code cache or a path the call created exclusively (or below one)."""
+    if _PYCACHE + "/" in path or path.endswith(_PYCACHE):
+        return True
+    return any(path == p or path.startswith(p + "/") for p in private)
+
+
+def rule_broken(
+    op: Operation, concurrency: Concurrency, access: Access, private: set[str]
+) -> str | None:
+    """Why `op` breaks the declaration, or None when it is inside it."""
+    safe_no_writes = concurrency is Concurrency.SAFE and not access.writes
+    if op.kind == "spawn":
+        if _declares(access, "proc:"):
+            return None
+        what = "started a process"
+    elif op.kind == "connect":
+        if _declares(access, "net:"):
+            return None
+        what = "opened a network connection"
+    else:
+        if is_private(op.target, private):
+            return None
+        key = path_key(op.target)
+        if any(covers(k, key) for k in access.writes):
+            return None
+        what = f"wrote {key}"
+    if safe_no_writes:
+        return f"a SAFE call that declares no writes {what}"
+    return f"the call {what}, which its declared access {_shown(access)} does not cover"
+
+
+def _shown(access: Access) -> str:
+    return f"(reads={list(access.reads)}, writes={list(access.writes)})"

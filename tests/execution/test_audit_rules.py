@@ -1,0 +1,258 @@
+"""The declaration audit's pure parts: event classification, path keys, the rules."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolweave._exceptions import ConfigError
+from toolweave.execution._audit import (
+    _code_files,
+    _function_file,
+    _settle,
+    check_audit_mode,
+)
+from toolweave.execution._audit_hook import AuditScope, Breach, _hook, ensure_installed
+from toolweave.execution._audit_ops import Operation, classify_event
+from toolweave.execution._audit_rules import covers, effective_access, rule_broken
+from toolweave.execution._execute import Executed
+from toolweave.tools import Access, Concurrency, Tool, WrappedTool, tool
+
+SAFE, SEQ = Concurrency.SAFE, Concurrency.SEQUENTIAL
+
+
+def _one(event: str, *args: object) -> Operation:
+    [op] = classify_event(event, args)
+    return op
+
+
+@pytest.mark.parametrize(
+    ("event", "args", "expected"),
+    [
+        ("open", ("/a/b", "r", os.O_RDONLY), ()),
+        ("open", ("/a/b", "rb", -1), ()),  # no flags: judged by the mode
+        ("open", ("/a/b", None, None), ()),
+        ("open", (5, "w", os.O_WRONLY), ()),  # an fd: its own open was audited
+        ("compile", (b"", "x"), ()),
+        ("os.listdir", ("/a",), ()),
+    ],
+)
+def test_events_that_change_nothing(
+    event: str, args: tuple[object, ...], expected: tuple[()]
+) -> None:
+    assert classify_event(event, args) == expected
+
+
+def test_open_by_mode_when_flags_are_missing() -> None:
+    assert _one("open", "/a/b", "a", -1).kind == "write"
+    assert _one("open", "/a/b", "x", -1).exclusive
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    assert _one("open", "/a/b", None, flags).exclusive
+
+
+def test_paths_are_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = tmp_path.resolve()
+    (real / "d").mkdir()
+    os.symlink(real / "d", real / "link")
+    monkeypatch.chdir(real)
+    assert _one("os.remove", "rel", -1).target == f"{real}/rel"
+    assert _one("os.remove", b"rel", -1).target == f"{real}/rel"
+    assert _one("os.remove", Path("rel"), None).target == f"{real}/rel"
+    # the parent is resolved, the last component is not (removing a link names the link)
+    assert _one("os.remove", f"{real}/link/x", -1).target == f"{real}/d/x"
+    assert _one("os.remove", f"{real}/link", -1).target == f"{real}/link"
+    assert _one("os.remove", "/", -1).target == "/"
+    fd = os.open(real / "d", os.O_RDONLY)
+    try:
+        assert _one("os.remove", "x", fd).target == f"{real}/d/x"
+        assert _one("os.chmod", fd, 0o600, None).target == f"{real}/d"
+    finally:
+        os.close(fd)
+    assert _one("os.remove", "x", 999_999).target == "<unresolved path>"
+    assert _one("os.remove", object(), -1).target == "<unresolved path>"
+    assert _one("os.truncate", 999_999, 0).target == "<unresolved path>"
+
+
+def test_two_ended_and_destination_operations() -> None:
+    ops = classify_event("os.rename", ("/a/x", "/a/y", -1, -1))
+    assert [o.target for o in ops] == ["/a/x", "/a/y"]
+    ops = classify_event("shutil.move", ("/a/x", "/a/y"))
+    assert [o.target for o in ops] == ["/a/x", "/a/y"]
+    assert _one("shutil.copytree", "/a/x", "/a/y").target == "/a/y"
+    assert _one("os.symlink", "/a/x", "/a/y", -1).target == "/a/y"
+
+
+@pytest.mark.parametrize(
+    ("event", "args", "target"),
+    [
+        ("subprocess.Popen", ("ls", ["ls", "-l"], None, None), "ls -l"),
+        ("subprocess.Popen", ("ls", None, None, None), "ls"),
+        ("subprocess.Popen", (None, "ls -l", None, None), "ls -l"),
+        ("subprocess.Popen", (None, [b"ls", Path("x")], None, None), "ls x"),
+        ("subprocess.Popen", (None, 7, None, None), "7"),
+        ("os.system", (b"true",), "true"),
+        ("os.exec", ("/bin/true", ["true"], None), "true"),
+        ("os.posix_spawn", ("/bin/true", ("true", "-x"), {}), "true -x"),
+        ("os.spawn", (0, "/bin/true", ["true"], {}), "true"),
+        ("os.fork", (), ""),
+        ("pty.spawn", (["sh"],), "sh"),
+        ("socket.connect", (None, ("127.0.0.1", 80)), "127.0.0.1:80"),
+        ("socket.connect", (None, "/run/x.sock"), "/run/x.sock"),
+        ("socket.connect", (None, b"/run/x.sock"), "/run/x.sock"),
+        ("socket.sendto", (None, ("::1", 53, 0, 0)), "::1:53"),
+    ],
+)
+def test_spawn_and_connect_targets(
+    event: str, args: tuple[object, ...], target: str
+) -> None:
+    op = _one(event, *args)
+    assert (op.action, op.target) == (event, target)
+
+
+RULES = [
+    # (op, concurrency, access, allowed?)
+    (Operation("write", "open", "/w/a.py"), SAFE, Access(writes=("fs:/w",)), True),
+    (
+        Operation("write", "open", "/w/a.py"),
+        SAFE,
+        Access(writes=("file:/w/a.py",)),
+        True,
+    ),
+    (Operation("write", "open", "/w/a.py"), SAFE, Access(writes=("fs:",)), True),
+    (Operation("write", "open", "/w/a.py"), SAFE, Access(writes=("*",)), True),
+    (Operation("write", "open", "/wx/a.py"), SAFE, Access(writes=("fs:/w",)), False),
+    (Operation("write", "open", "/w/a.py"), SAFE, Access(reads=("fs:/w",)), False),
+    (Operation("write", "open", "/w/a.py"), SEQ, Access(writes=("db:w",)), False),
+    (Operation("write", "open", "/w/__pycache__/a.pyc"), SAFE, Access(), True),
+    (Operation("write", "os.mkdir", "/w/__pycache__"), SAFE, Access(), True),
+    (Operation("spawn", "os.system", "ls"), SAFE, Access(reads=("proc:ls",)), True),
+    (Operation("spawn", "os.system", "ls"), SEQ, Access(writes=("fs:/w",)), False),
+    (Operation("spawn", "os.system", "ls"), SEQ, Access.barrier(), True),
+    (
+        Operation("connect", "socket.connect", "1:2"),
+        SAFE,
+        Access(reads=("net:x",)),
+        True,
+    ),
+    (Operation("connect", "socket.connect", "1:2"), SAFE, Access.read_all(), False),
+]
+
+
+@pytest.mark.parametrize(("op", "concurrency", "access", "allowed"), RULES)
+def test_rules(
+    op: Operation, concurrency: Concurrency, access: Access, allowed: bool
+) -> None:
+    reason = rule_broken(op, concurrency, access, set())
+    assert (reason is None) is allowed, reason
+    if reason is not None and concurrency is SEQ:
+        assert "does not cover" in reason
+
+
+def test_a_private_path_and_what_lies_below_it() -> None:
+    op = Operation("write", "os.remove", "/t/tmp1/x")
+    assert rule_broken(op, SAFE, Access(), {"/t/tmp1"}) is None
+    assert rule_broken(op, SAFE, Access(), {"/t/tmp"}) is not None
+
+
+def test_keys_cover_only_below_a_boundary() -> None:
+    assert covers("fs:/a", "fs:/a/b") and covers("fs:/a/", "fs:/a/b")
+    assert not covers("fs:/a", "fs:/ab") and not covers("fs:/a/b", "fs:/a")
+
+
+def test_undeclared_access_is_what_the_scheduler_assumed() -> None:
+    assert effective_access(SAFE, None) == Access.read_all()
+    assert effective_access(SEQ, None) == Access.barrier()
+    assert effective_access(SAFE, Access()) == Access()
+
+
+def test_modes() -> None:
+    assert [check_audit_mode(m) for m in ("off", "warn", "enforce")] == [
+        "off",
+        "warn",
+        "enforce",
+    ]
+    with pytest.raises(ConfigError):
+        check_audit_mode("on")
+
+
+def _plain() -> None: ...
+
+
+def test_the_tools_own_code_files() -> None:
+    @tool
+    def fn_tool() -> None:
+        """A function tool."""
+
+    @tool
+    @functools.wraps(_plain)
+    def wrapped_fn() -> None:
+        """A decorated function."""
+
+    class Custom(Tool):
+        async def call(self, args: dict[str, object], ctx: object) -> str:
+            return ""
+
+    from pydantic import BaseModel
+
+    custom = Custom(name="c", description="", input_model=BaseModel)
+    assert _code_files(fn_tool) == {__file__}
+    assert _code_files(custom) == {__file__}
+    assert _code_files(WrappedTool(custom)) >= {__file__}
+    assert _function_file(functools.partial(_plain)) == __file__
+    assert _code_files(Tool(name="t", description="", input_model=BaseModel)) != set()
+    del wrapped_fn
+
+
+def _scope(**kw: object) -> AuditScope:
+    base: dict[str, object] = {
+        "call_id": "c",
+        "tool": "t",
+        "concurrency": SAFE,
+        "access": Access(),
+        "enforce": True,
+        "code_files": frozenset({"/nowhere.py"}),
+    }
+    base.update(kw)
+    return AuditScope(**base)  # type: ignore[arg-type]
+
+
+def test_settle_names_at_most_three_breaches_and_keeps_the_tools_error() -> None:
+    scope = _scope()
+    op = Operation("write", "open", "/x")
+    scope.breaches.extend(Breach(op, "r", "", True) for _ in range(5))
+    settled = _settle(scope, Executed(error="OSError: boom"))
+    assert settled.error is not None
+    assert "(and 2 more)" in settled.error
+    assert settled.error.endswith("The tool then failed with: OSError: boom")
+    assert _settle(_scope(), Executed(output="fine")).output == "fine"
+
+
+def test_the_source_falls_back_to_the_innermost_user_frame() -> None:
+    scope = _scope(enforce=False)
+    scope.observe(Operation("write", "open", "/x"), sys._getframe())
+    [breach] = scope.breaches
+    assert breach.source.startswith(__file__ + ":")
+    assert "open /x at " in breach.describe("t")
+    scope = _scope(enforce=False)
+    scope.observe(Operation("write", "open", "/x"), None)
+    assert scope.breaches[0].source == ""
+    assert scope.breaches[0].describe("t") == "t: open /x — " + scope.breaches[0].reason
+
+
+def test_the_hook_never_breaks_an_operation_for_its_own_fault() -> None:
+    from toolweave.execution._audit_hook import current_scope
+
+    ensure_installed()
+    ensure_installed()  # idempotent
+    token = current_scope().set(_scope())
+    try:
+        _hook("open", ())  # malformed arguments: ignored
+        _hook("unrelated.event", ())
+    finally:
+        current_scope().reset(token)
