@@ -46,6 +46,10 @@ async def test_the_demo_really_fixes_the_bug_and_reports_the_numbers(
 
     store = SQLiteSessionStore(result.store_path)
     calls = {c.call.id: c for c in store.calls(result.session_id)}
+    # the demo runs with audit="enforce": nothing the built-in tools did was blocked
+    assert not any(
+        "declaration audit" in c.result.text for c in calls.values() if c.result
+    )
     unittest_result = calls["t3_unittest"].result
     assert unittest_result is not None and not unittest_result.is_error
     assert "OK" in unittest_result.text  # the fixed code passes its tests

@@ -131,6 +131,8 @@ RULES = [
     (Operation("write", "open", "/w/a.py"), SEQ, Access(writes=("db:w",)), False),
     (Operation("write", "open", "/w/__pycache__/a.pyc"), SAFE, Access(), True),
     (Operation("write", "os.mkdir", "/w/__pycache__"), SAFE, Access(), True),
+    (Operation("write", "open", "/dev/null"), SAFE, Access(), True),
+    (Operation("write", "open", "/dev/nullx"), SAFE, Access(), False),
     (Operation("spawn", "os.system", "ls"), SAFE, Access(reads=("proc:ls",)), True),
     (Operation("spawn", "os.system", "ls"), SEQ, Access(writes=("fs:/w",)), False),
     (Operation("spawn", "os.system", "ls"), SEQ, Access.barrier(), True),

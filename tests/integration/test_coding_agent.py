@@ -15,7 +15,12 @@ import anyio
 import pytest
 
 import toolweave as tw
-from toolweave.events import ToolResultReady, ToolRunning, ToolUseStarted
+from toolweave.events import (
+    DeclarationViolation,
+    ToolResultReady,
+    ToolRunning,
+    ToolUseStarted,
+)
 from toolweave.execution import Hooks, PreToolUseDecision, PreToolUseInput
 from toolweave.models import ScriptedModel
 
@@ -101,7 +106,8 @@ async def test_reads_overlap_edit_waits_for_its_file_and_git_diff_sees_it(
     agent = tw.Agent(
         ScriptedModel(script),
         tw.tools.coding_tools(tmp_path),
-        config=tw.AgentConfig(workspace=tmp_path, hooks=hooks),
+        # the built-in tools' declarations are honest: the audit stops nothing
+        config=tw.AgentConfig(workspace=tmp_path, hooks=hooks, audit="enforce"),
     )
     events: list[object] = []
     with anyio.fail_after(60):
@@ -109,6 +115,7 @@ async def test_reads_overlap_edit_waits_for_its_file_and_git_diff_sees_it(
             events.append(event)
 
     finished = events[-1]
+    assert [e for e in events if isinstance(e, DeclarationViolation)] == []
     assert isinstance(finished, tw.events.RunFinished)
     assert finished.reason is tw.CompletionReason.COMPLETED
     results = {

@@ -140,6 +140,7 @@ async def run_demo(
             system=coding_system_prompt(workspace, None),
             config=AgentConfig(
                 workspace=workspace,
+                audit="enforce",  # the built-in tools' declarations are honest
                 prices=PriceTable(
                     {"scripted-demo": ModelPrice(0.0, 0.0)}
                 ),  # free, and says so

@@ -20,7 +20,8 @@ A call with no declared access is checked against what the scheduler assumed
 for it: a SAFE call reads everything (so it may write, spawn and connect
 nothing), a SEQUENTIAL call is a barrier (it may do anything).
 
-Two writes are never violations: a file the call created exclusively (O_EXCL,
+Three writes are never violations: ``/dev/null`` (subprocess opens it for a
+child's unused streams), a file the call created exclusively (O_EXCL,
 as `tempfile.mkstemp` does; later writes, renames and removal of it included,
 since nobody else could have seen it before), and byte-code caches Python
 writes when a module is imported (``__pycache__``).
@@ -35,6 +36,7 @@ __all__ = ["effective_access", "rule_broken"]
 
 _SEPARATORS = ("/", ":")
 _PYCACHE = "/__pycache__"
+_DEVICES = frozenset({"/dev/null"})
 
 
 def effective_access(concurrency: Concurrency, declared: Access | None) -> Access:
@@ -66,8 +68,8 @@ def _declares(access: Access, namespace: str) -> bool:
 
 
 def is_private(path: str, private: set[str]) -> bool:
-    """True for a byte-code cache or a path the call created exclusively (or below one)."""
-    if _PYCACHE + "/" in path or path.endswith(_PYCACHE):
+    """True for a byte-code cache, /dev/null, or a path the call created exclusively."""
+    if _PYCACHE + "/" in path or path.endswith(_PYCACHE) or path in _DEVICES:
         return True
     return any(path == p or path.startswith(p + "/") for p in private)
 

@@ -153,7 +153,7 @@ def test_declaration(root: Path) -> None:
     assert tool.abort_siblings_on_error
     safe = tool.parse({"command": "git status && grep -rn foo src"})
     assert tool.concurrency_for(safe) is Concurrency.SAFE
-    assert tool.access_for(safe) == Access(reads=(f"fs:{root}",))
+    assert tool.access_for(safe) == Access(reads=(f"fs:{root}", "proc:bash"))
     for command in ("sed -i s/a/b/ f", "ls > out", "make", 'ls "', "echo $(rm x)"):
         args = tool.parse({"command": command})
         assert tool.concurrency_for(args) is Concurrency.SEQUENTIAL

@@ -190,10 +190,12 @@ def test_declaration(root: Path) -> None:
     assert tool.interrupt is Interrupt.CANCEL
     args = tool.parse({"pattern": "x"})
     assert tool.concurrency_for(args) is Concurrency.SAFE
-    assert tool.access_for(args) == Access(reads=(f"fs:{root}",))
+    assert tool.access_for(args) == Access(reads=(f"fs:{root}", "proc:rg"))
     assert tool.access_for(tool.parse({"pattern": "x", "path": "src/a.py"})) == Access(
-        reads=(f"fs:{root}/src/a.py",)
+        reads=(f"fs:{root}/src/a.py", "proc:rg")
     )
+    python_only = GrepTool(root, ripgrep=False)
+    assert python_only.access_for(args) == Access(reads=(f"fs:{root}",))
     assert (
         tool.access_for(tool.parse({"pattern": "x", "path": "/etc"}))
         == Access.barrier()

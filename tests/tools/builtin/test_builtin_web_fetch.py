@@ -123,5 +123,5 @@ def test_declaration() -> None:
     args = tool.parse({"url": "https://example.org"})
     assert tool.name == "web_fetch"
     assert tool.concurrency_for(args) is Concurrency.SAFE
-    assert tool.access_for(args) == Access()
+    assert tool.access_for(args) == Access(reads=("net:example.org",))
     assert tool.interrupt is Interrupt.CANCEL

@@ -63,7 +63,7 @@ class BashTool(Tool):
     """Run a bash command with the workspace root as working directory.
 
     Concurrency comes from the command: SAFE only when `classify_bash` proves
-    it read-only (then access reads ``fs:<root>``), else SEQUENTIAL with
+    it read-only (then access reads ``fs:<root>`` and ``proc:bash``), else SEQUENTIAL with
     undeclared access — a barrier (seed 003 §4.2.2). Interrupt: CANCEL; the
     process group is killed. A failing command aborts running sibling bash
     calls (seed 003 §4.5.3).
@@ -117,7 +117,7 @@ class BashTool(Tool):
     def access_for(self, args: dict[str, Any]) -> Access | None:
         """Reads the workspace when read-only; undeclared (a barrier) otherwise."""
         if self.concurrency_for(args) is Concurrency.SAFE:
-            return Access(reads=(Workspace.key(self.workspace.root),))
+            return Access(reads=(Workspace.key(self.workspace.root), "proc:bash"))
         return None
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:

@@ -66,7 +66,8 @@ class GrepInput(BaseModel):
 class GrepTool(Tool):
     """Search file contents by regular expression, ripgrep or pure Python.
 
-    SAFE; access: reads ``fs:<resolved path>``. Interrupt: CANCEL (seed 000 §6:
+    SAFE; access: reads ``fs:<resolved path>`` (and ``proc:rg`` when it runs
+    ripgrep). Interrupt: CANCEL (seed 000 §6:
     Grep is cooperative): ripgrep is killed; the Python walk checks for
     cancellation per file.
 
@@ -106,7 +107,9 @@ class GrepTool(Tool):
         return self.workspace.subject(args["path"])
 
     def _access(self, args: dict[str, Any]) -> Access:
-        return Access(reads=(Workspace.key(self.workspace.resolve(args["path"])),))
+        searched = Workspace.key(self.workspace.resolve(args["path"]))
+        # ripgrep is a child process: declared, so the declaration audit allows it
+        return Access(reads=(searched, "proc:rg") if self.ripgrep else (searched,))
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Search; returns output lines, a "no matches" note, or raises ToolError."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -41,11 +42,17 @@ class WebFetchInput(BaseModel):
     )
 
 
+def _access(args: dict[str, Any]) -> Access:
+    """A read of ``net:<host>``: it connects out, and changes nothing shared."""
+    return Access(reads=("net:" + (urlsplit(str(args["url"])).hostname or ""),))
+
+
 class WebFetchTool(Tool):
     """Fetch a web page or text document and return it as text.
 
-    SAFE with access `Access()` (seed 000 §6: an idempotent external GET that
-    touches nothing shared in the session). Interrupt: CANCEL.
+    SAFE; access: reads ``net:<host>`` (seed 000 §6: an idempotent external GET
+    that touches nothing shared in the session; the read key tells the
+    declaration audit it connects out, and never conflicts with another read). Interrupt: CANCEL.
 
     Limits: at most `max_bytes` are downloaded (the rest is not read), the
     whole fetch including redirects must finish within `timeout` seconds (else
@@ -76,7 +83,7 @@ class WebFetchTool(Tool):
             ),
             input_model=WebFetchInput,
             concurrency=Concurrency.SAFE,
-            access=lambda args: Access(),
+            access=_access,
             interrupt=Interrupt.CANCEL,
             timeout=timeout + 5,
         )
