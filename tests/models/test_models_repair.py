@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from toolweave.messages import ToolCall
-from toolweave.models._repair import ToolCallBuilder, dump_arguments, parse_arguments
+from toolweave.models._repair import (
+    ToolCallBuilder,
+    clean_tool_name,
+    dump_arguments,
+    parse_arguments,
+)
 
 ids = st.one_of(
     st.none(),
@@ -87,3 +93,51 @@ def test_a_malformed_wrapper_stays_a_call_the_lifecycle_will_reject() -> None:
 def test_dump_arguments_round_trips_and_keeps_raw_text() -> None:
     assert dump_arguments(ToolCall("c", "t", {"a": "é"})) == '{"a":"é"}'
     assert dump_arguments(ToolCall("c", "t", {}, raw_arguments="{bad")) == "{bad"
+
+
+OFFERED = frozenset({"read", "grep", "read_file", "web.fetch"})
+
+
+@pytest.mark.parametrize(
+    ("sent", "read_as"),
+    [
+        ("read", "read"),  # offered: kept as it is
+        (" read\n", "read"),
+        ('"grep"', "grep"),
+        ("`read_file`", "read_file"),
+        ("functions.grep", "grep"),
+        ("read<|im_end|>", "read"),
+        ("<tool_call>grep</tool_call>", "grep"),
+        ("web.fetch.", "web.fetch"),
+        ("read:", "read"),
+        # Never a guess: what does not clean to exactly one offered name stays.
+        ("Read", "Read"),
+        ("reader", "reader"),
+        ("read grep", "read grep"),
+        ("rm -rf", "rm -rf"),
+        ("", ""),
+        ("   ", "   "),
+    ],
+)
+def test_tool_names_with_stray_characters(sent: str, read_as: str) -> None:
+    assert clean_tool_name(sent, OFFERED) == read_as
+    builder = ToolCallBuilder(tool_names=OFFERED)
+    assert builder.build("c1", sent, "{}")[0].name == read_as
+
+
+def test_without_an_offer_names_are_kept_verbatim() -> None:
+    assert clean_tool_name(" read\n", frozenset()) == " read\n"
+
+
+@given(st.text(max_size=12))
+def test_cleaning_only_ever_yields_an_offered_name_or_the_original(name: str) -> None:
+    cleaned = clean_tool_name(name, OFFERED)
+    assert cleaned == name or cleaned in OFFERED
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"path": "a.py"}', '  {"path": "a.py"}\n', '\n\t{ "path" : "a.py" }  '],
+)
+def test_whitespace_around_arguments_is_no_fault(arguments: str) -> None:
+    assert parse_arguments(arguments) == ({"path": "a.py"}, None)

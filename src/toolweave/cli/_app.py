@@ -43,6 +43,14 @@ ModelOpt = Annotated[
 BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", help="Server of an openai-compatible model.")
 ]
+StreamOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--stream/--no-stream",
+        help="Stream model responses (default). --no-stream sends each request"
+        " whole; a server that refuses to stream with tools is detected anyway.",
+    ),
+]
 StoreOpt = Annotated[
     str | None,
     typer.Option(
@@ -99,6 +107,7 @@ def _options(
     json: bool,
     mode: str | None,
     scripted: Path | None,
+    stream: bool | None = None,
 ) -> RunOptions:
     if mode is not None and mode not in ("default", "accept_edits", "bypass", "plan"):
         raise ConfigError(
@@ -108,6 +117,7 @@ def _options(
         cwd=Path.cwd(),
         model=model,
         base_url=base_url,
+        stream=stream,
         store=store,
         json=json,
         permission_mode=mode,
@@ -124,6 +134,7 @@ def run(
     json: JsonOpt = False,
     permission_mode: ModeOpt = None,
     scripted: ScriptedOpt = None,
+    stream: StreamOpt = None,
 ) -> None:
     """Run a coding agent on TASK over the current directory, live.
 
@@ -132,7 +143,8 @@ def run(
     """
     with _session_errors():
         code = start_session(
-            _options(model, base_url, store, json, permission_mode, scripted), task
+            _options(model, base_url, store, json, permission_mode, scripted, stream),
+            task,
         )
     raise typer.Exit(code)
 
@@ -160,10 +172,13 @@ def resume(
     json: JsonOpt = False,
     permission_mode: ModeOpt = None,
     scripted: ScriptedOpt = None,
+    stream: StreamOpt = None,
 ) -> None:
     """Continue a stored session. Calls cut off by a crash are never re-run."""
     with _session_errors():
-        options = _options(model, base_url, store, json, permission_mode, scripted)
+        options = _options(
+            model, base_url, store, json, permission_mode, scripted, stream
+        )
         code = resume_session(options, session, prompt)
     raise typer.Exit(code)
 

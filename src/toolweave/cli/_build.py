@@ -38,7 +38,8 @@ def build_model(settings: Settings) -> Model:
     """The model the settings name. Keys come from the providers' usual variables.
 
     An ``openai-compatible:`` server gets ``$OPENAI_API_KEY`` if set, else a
-    placeholder key (local servers rarely check it).
+    placeholder key (local servers rarely check it). ``stream = false`` (or
+    ``--no-stream``) sends every request whole.
 
     Raises:
         ConfigError: if no model is configured or the spec is invalid.
@@ -49,7 +50,9 @@ def build_model(settings: Settings) -> Model:
     api_key = None
     if spec.startswith("openai-compatible:"):
         api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
-    return resolve_model(spec, api_key=api_key, base_url=settings.base_url)
+    return resolve_model(
+        spec, api_key=api_key, base_url=settings.base_url, stream=settings.stream
+    )
 
 
 def coding_system_prompt(workspace: Path, extra: str | None) -> str:

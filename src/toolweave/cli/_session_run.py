@@ -57,6 +57,8 @@ class RunOptions:
     cwd: Path
     model: str | None = None
     base_url: str | None = None
+    stream: bool | None = None
+    """None: as the settings say (default: stream)."""
     store: str | None = None
     json: bool = False
     permission_mode: str | None = None
@@ -66,7 +68,12 @@ class RunOptions:
 
     def overrides(self) -> dict[str, object]:
         """The options that override settings, in the settings' shape."""
-        return {"model": self.model, "base_url": self.base_url, "store": self.store}
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "stream": self.stream,
+            "store": self.store,
+        }
 
 
 def default_store_path() -> Path:

@@ -101,6 +101,9 @@ class Settings(BaseModel):
     """A model spec such as ``anthropic:claude-sonnet-4-5``."""
     base_url: str | None = None
     """The server of an ``openai-compatible:`` model (or a proxy)."""
+    stream: bool = True
+    """Stream model responses. False sends each request whole (no streaming
+    overlap); a server that refuses to stream with tools is detected anyway."""
     store: str | None = None
     """The session database; None = ``~/.toolweave/sessions.db``."""
     system: str | None = None

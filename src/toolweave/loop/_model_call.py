@@ -21,6 +21,7 @@ from ..events import (
     ReasoningDelta,
     TextDelta,
 )
+from ..events import Warning as WarningEvent
 from ..messages import ModelResponse
 from ..models import (
     ChunkAggregator,
@@ -34,6 +35,7 @@ from ..models import (
     StreamRestart,
     TextChunk,
     ToolUseReady,
+    forward_warnings,
 )
 from ._tracing import NULL_SPAN, Span, Tracer
 
@@ -78,6 +80,9 @@ class ModelCaller:
     def _on_retry(self, info: RetryInfo) -> None:
         self._emit(info.to_event())
 
+    def _warning(self, warning: WarningEvent) -> None:
+        self._emit(WarningEvent(warning.message, at=self._clock()))
+
     async def call(
         self,
         request: ModelRequest,
@@ -117,7 +122,9 @@ class ModelCaller:
         chunks = self.model.stream(request)
         exhausted = False
         try:
-            with self._control.halt_scope() as scope:
+            # A provider's warnings (a refused flag, a server that will not
+            # stream with tools) become events of this run.
+            with forward_warnings(self._warning), self._control.halt_scope() as scope:
                 await self._pump(chunks, aggregator, eager)
                 exhausted = True
             if scope.cancelled_caught:

@@ -17,9 +17,11 @@ from ._base import StreamRestart as StreamRestart
 from ._base import TextChunk as TextChunk
 from ._base import ToolDefinition as ToolDefinition
 from ._base import ToolUseReady as ToolUseReady
+from ._capabilities import Capabilities as Capabilities
 from ._capabilities import context_window_for as context_window_for
 from ._capabilities import parallel_flag_supported as parallel_flag_supported
 from ._errors import parse_retry_after as parse_retry_after
+from ._provider import forward_warnings as forward_warnings
 from ._resolve import resolve_model as resolve_model
 from ._retry import RetryInfo as RetryInfo
 from ._retry import RetryingModel as RetryingModel
@@ -53,6 +55,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AnthropicModel",
+    "Capabilities",
     "ChunkAggregator",
     "Model",
     "ModelRequest",
@@ -72,6 +75,7 @@ __all__ = [
     "ToolDefinition",
     "ToolUseReady",
     "context_window_for",
+    "forward_warnings",
     "parallel_flag_supported",
     "parse_retry_after",
     "resolve_model",

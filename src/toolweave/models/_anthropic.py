@@ -1,4 +1,4 @@
-"""AnthropicModel: the Messages API over the official `anthropic` SDK, streaming."""
+"""AnthropicModel: the Messages API over the official `anthropic` SDK, streamed or whole."""
 
 from __future__ import annotations
 
@@ -10,9 +10,16 @@ import anthropic
 from .._exceptions import AuthenticationError, ModelError
 from ._anthropic_convert import anthropic_params
 from ._anthropic_errors import map_anthropic_error
+from ._anthropic_replay import anthropic_replay
 from ._anthropic_stream import AnthropicStreamMapper
 from ._base import ModelRequest
-from ._provider import EventMapper, ProviderModel, SDKStream, WarningHandler
+from ._provider import (
+    EventMapper,
+    ProviderModel,
+    ReplayStream,
+    SDKStream,
+    WarningHandler,
+)
 
 __all__ = ["AnthropicModel"]
 
@@ -33,11 +40,15 @@ class AnthropicModel(ProviderModel):
         base_url: Another endpoint (a proxy, or the test suite's loopback server).
         thinking: Passed through as the request's ``thinking`` config, such as
             ``{"type": "adaptive"}``.
+        stream: Stream responses (default). False sends every request whole
+            (with `timeout` as its deadline): same chunks, events and
+            transcript, but no streaming overlap.
         timeout: Seconds the SDK waits for the server (per read).
         context_window: Overrides the known-model table.
         supports_parallel_tool_calls: Overrides the capability table.
         on_warning: Receives a `toolweave.events.Warning` when the provider
-            rejected the parallel flag (otherwise it is logged).
+            rejected the parallel flag or refused to stream with tools (inside
+            an agent run it also becomes a run event; with neither, it is logged).
         client: An `anthropic.AsyncAnthropic` to use instead of building one;
             the model copies it with retries off and never closes the original.
     """
@@ -52,6 +63,7 @@ class AnthropicModel(ProviderModel):
         base_url: str | None = None,
         *,
         thinking: Mapping[str, Any] | None = None,
+        stream: bool = True,
         timeout: float = 600.0,
         context_window: int | None = None,
         supports_parallel_tool_calls: bool | None = None,
@@ -60,6 +72,7 @@ class AnthropicModel(ProviderModel):
     ) -> None:
         super().__init__(
             name,
+            stream=stream,
             context_window=context_window,
             supports_parallel_tool_calls=supports_parallel_tool_calls,
             on_warning=on_warning,
@@ -90,18 +103,25 @@ class AnthropicModel(ProviderModel):
                 ) from exc
         return self._client
 
-    async def _open(self, request: ModelRequest, *, send_flag: bool) -> SDKStream:
+    async def _open(
+        self, request: ModelRequest, *, send_flag: bool, stream: bool
+    ) -> SDKStream:
         if request.temperature is not None and not self._warned_temperature:
             self._warned_temperature = True
             self._warn(f"{self._name}: the Messages API takes no temperature; ignored")
         params = anthropic_params(
             request, model=self._name, send_flag=send_flag, thinking=self._thinking
         )
-        stream: SDKStream = await self._sdk().messages.create(stream=True, **params)
-        return stream
+        if not stream:
+            # An explicit timeout: the SDK refuses a whole request it guesses
+            # might take over ten minutes unless the caller sets the deadline.
+            message = await self._sdk().messages.create(**params, timeout=self._timeout)
+            return ReplayStream(anthropic_replay(message))
+        events: SDKStream = await self._sdk().messages.create(stream=True, **params)
+        return events
 
     def _new_mapper(self, request: ModelRequest) -> EventMapper:
-        return AnthropicStreamMapper()
+        return AnthropicStreamMapper(tool_names=[t.name for t in request.tools])
 
     def _map_error(self, exc: BaseException) -> ModelError | None:
         return map_anthropic_error(exc)

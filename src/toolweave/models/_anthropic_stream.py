@@ -11,6 +11,7 @@ opaque data). Nothing is aggregated here: the chunks go to the caller only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
@@ -57,9 +58,9 @@ class _ToolSlot:
 class AnthropicStreamMapper:
     """Maps the events of one Anthropic stream. Not reusable, not thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool_names: Iterable[str] = ()) -> None:
         self._blocks = BlockNumbers()
-        self._calls = ToolCallBuilder()
+        self._calls = ToolCallBuilder(tool_names=tool_names)
         self._tools: dict[int, _ToolSlot] = {}
         self._model: str | None = None
         self._input = self._output = self._cache_read = self._cache_write = 0

@@ -1,17 +1,27 @@
-"""What we know about model families: context windows and the `parallel_tool_calls` flag.
+"""What we know about models: context windows, the `parallel_tool_calls` flag, streaming.
 
 The request-side flag only says whether the model may put several tool calls in
 one response (seed 001); it never changes how calls run. Some families reject it
 with a 400, and sending it anyway caused 400-error loops in the wild (seed 004),
 so the flag is sent only to families known to accept it.
+
+What the tables cannot know, a model learns from its server and keeps in a
+`LearnedCapabilities`: that the server rejected the flag, or that it refuses to
+stream a response when tools are offered (llama-cpp-python's server answers
+such a request with HTTP 500 "Automatic streaming tool choice is not
+supported"). Each is learned once, from the first refusal, and holds for the
+life of the model object.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 __all__ = [
+    "Capabilities",
+    "LearnedCapabilities",
     "Provider",
     "context_window_for",
     "is_reasoning_family",
@@ -88,3 +98,33 @@ def parallel_flag_supported(provider: Provider, name: str) -> bool:
 def is_reasoning_family(name: str) -> bool:
     """Whether `name` is an OpenAI reasoning model (its reasoning items can be passed back)."""
     return _REASONING_FAMILY.search(_bare(name)) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a provider model does on the wire now (a snapshot; see `LearnedCapabilities`)."""
+
+    parallel_flag: bool
+    """Requests with tools carry the parallel-tool-calls flag."""
+    streams_with_tools: bool
+    """Requests with tools are streamed (False: sent whole, streaming overlap off)."""
+    streams_without_tools: bool
+    """Requests without tools are streamed."""
+    streaming_with_tools_confirmed: bool
+    """A streamed request with tools succeeded, so a later error is never read as a refusal."""
+
+
+@dataclass(slots=True)
+class LearnedCapabilities:
+    """What one model learned from its server's refusals. One per model object.
+
+    Every field starts optimistic and only ever moves one way, so each refusal
+    costs at most one failed request for the whole session: that is what keeps
+    a quirky server from causing a retry loop (seed 004).
+    """
+
+    parallel_flag_rejected: bool = False
+    """The server rejected the parallel-tool-calls flag by name."""
+    streaming_with_tools: bool | None = None
+    """None until known; False once the server refused to stream with tools,
+    True once a streamed request with tools was accepted."""

@@ -29,6 +29,7 @@ __all__ = [
     "describe",
     "names_parameter",
     "parse_retry_after",
+    "refuses_streaming",
 ]
 
 _PROMPT_TOO_LONG = re.compile(
@@ -139,6 +140,31 @@ def _classify_rest(status: int, message: str, kind: str | None) -> ModelError:
 def names_parameter(error: BaseException, parameter: str) -> bool:
     """Whether a rejected request's error names `parameter` (``parallel_tool_calls`` …)."""
     return isinstance(error, BadRequestError) and parameter in str(error)
+
+
+_STREAMING_WORD = re.compile(r"stream", re.IGNORECASE)
+
+
+def refuses_streaming(exc: BaseException, mapped: ModelError) -> bool:
+    """Whether the server refused a request *because* it was streamed.
+
+    Servers say it in many ways (llama-cpp-python: HTTP 500 "Automatic
+    streaming tool choice is not supported"; others a 400 about ``stream`` or
+    ``stream_options``), so no one message is matched. It is a refusal when the
+    SDK raised an HTTP status error (`exc` has a 4xx/5xx ``status_code``) that
+    we classified as a plain bad request or server error (not a rate limit,
+    overload, auth failure or too-long prompt, which have their own remedies),
+    and the server's own words (``message`` / ``body``, never our prefix) name
+    streaming. Errors sent inside an already-open stream (status 200) are not
+    refusals: the stream was accepted.
+    """
+    if type(mapped) not in (BadRequestError, ModelServerError):
+        return False
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int) or not 400 <= status < 600:
+        return False
+    said = f"{getattr(exc, 'message', '')} {getattr(exc, 'body', '')}"
+    return _STREAMING_WORD.search(said) is not None
 
 
 def describe(exc: BaseException) -> str:

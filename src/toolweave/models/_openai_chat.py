@@ -1,4 +1,4 @@
-"""OpenAIChatModel: Chat Completions over the official `openai` SDK, streaming.
+"""OpenAIChatModel: Chat Completions over the official `openai` SDK, streamed or whole.
 
 Also the client for OpenAI-compatible servers (vLLM, llama.cpp server, Ollama)
 through `base_url`.
@@ -14,9 +14,16 @@ from .._exceptions import AuthenticationError, ModelError
 from ._base import ModelRequest
 from ._capabilities import Provider
 from ._openai_chat_convert import MaxTokensField, chat_params
+from ._openai_chat_replay import chat_replay
 from ._openai_chat_stream import ChatStreamMapper
 from ._openai_errors import map_openai_error
-from ._provider import EventMapper, ProviderModel, SDKStream, WarningHandler
+from ._provider import (
+    EventMapper,
+    ProviderModel,
+    ReplayStream,
+    SDKStream,
+    WarningHandler,
+)
 
 __all__ = ["OpenAIChatModel", "build_openai_client"]
 
@@ -46,8 +53,10 @@ class OpenAIChatModel(ProviderModel):
     """A model behind the Chat Completions API, through the official `openai` SDK.
 
     Streams with ``stream_options.include_usage`` so usage (with cached
-    tokens) arrives at the end. The SDK's own retries are off: wrap the model in
-    a `RetryingModel` for retries and fallback.
+    tokens) arrives at the end. A server that refuses to stream with tools
+    (llama-cpp-python's does) gets its requests with tools sent whole from the
+    first refusal on, with one warning. The SDK's own retries are off: wrap the
+    model in a `RetryingModel` for retries and fallback.
 
     Args:
         name: The model id, such as ``"gpt-4.1"`` or a local server's model name.
@@ -59,11 +68,14 @@ class OpenAIChatModel(ProviderModel):
             goes in ``max_tokens``.
         max_tokens_field: Overrides where the output cap goes.
         include_usage: Ask for the final usage chunk (some old servers reject it).
+        stream: Stream responses (default). False sends every request whole:
+            same chunks, events and transcript, but no streaming overlap.
         timeout: Seconds the SDK waits for the server (per read).
         context_window: Overrides the known-model table.
         supports_parallel_tool_calls: Overrides the capability table.
         on_warning: Receives a `toolweave.events.Warning` when the provider
-            rejected the parallel flag (otherwise it is logged).
+            rejected the parallel flag or refused to stream with tools (inside
+            an agent run it also becomes a run event; with neither, it is logged).
         client: An `openai.AsyncOpenAI` to use instead of building one; the
             model copies it with retries off and never closes the original.
     """
@@ -79,6 +91,7 @@ class OpenAIChatModel(ProviderModel):
         compatible: bool = False,
         max_tokens_field: MaxTokensField | None = None,
         include_usage: bool = True,
+        stream: bool = True,
         timeout: float = 600.0,
         context_window: int | None = None,
         supports_parallel_tool_calls: bool | None = None,
@@ -88,6 +101,7 @@ class OpenAIChatModel(ProviderModel):
         self._provider: Provider = "openai-compatible" if compatible else "openai"
         super().__init__(
             name,
+            stream=stream,
             context_window=context_window,
             supports_parallel_tool_calls=supports_parallel_tool_calls,
             on_warning=on_warning,
@@ -109,21 +123,26 @@ class OpenAIChatModel(ProviderModel):
             )
         return self._client
 
-    async def _open(self, request: ModelRequest, *, send_flag: bool) -> SDKStream:
+    async def _open(
+        self, request: ModelRequest, *, send_flag: bool, stream: bool
+    ) -> SDKStream:
         params = chat_params(
             request,
             model=self._name,
             send_flag=send_flag,
             max_tokens_field=self._max_tokens_field,
-            include_usage=self._include_usage,
+            include_usage=self._include_usage and stream,
         )
-        stream: SDKStream = await self._sdk().chat.completions.create(
+        if not stream:
+            completion = await self._sdk().chat.completions.create(**params)
+            return ReplayStream(chat_replay(completion))
+        events: SDKStream = await self._sdk().chat.completions.create(
             stream=True, **params
         )
-        return stream
+        return events
 
     def _new_mapper(self, request: ModelRequest) -> EventMapper:
-        return ChatStreamMapper()
+        return ChatStreamMapper(tool_names=[t.name for t in request.tools])
 
     def _map_error(self, exc: BaseException) -> ModelError | None:
         return map_openai_error(exc)

@@ -5,16 +5,24 @@ when a higher index starts or the stream ends. A server that numbers every
 call 0 but gives each its own id (seen from OpenAI-compatible servers) gets a
 new slot per id. Reasoning text that OpenAI-compatible servers send as
 ``reasoning_content`` / ``reasoning`` becomes reasoning chunks.
+
+The legacy ``function_call`` field is a call only when the response has no
+``tool_calls``: servers that fill both (llama-cpp-python does, with the first
+call) describe one call twice, and running it twice would be a side effect
+the model never asked for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, cast, final
 
 from openai.types.chat import ChatCompletionChunk
-from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+from openai.types.chat.chat_completion_chunk import (
+    ChoiceDeltaFunctionCall,
+    ChoiceDeltaToolCall,
+)
 
 from .._exceptions import ModelConnectionError
 from ..messages import StopReason, Usage
@@ -49,9 +57,9 @@ class _Slot:
 class ChatStreamMapper:
     """Maps the chunks of one Chat Completions stream. Not reusable, not thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool_names: Iterable[str] = ()) -> None:
         self._blocks = BlockNumbers()
-        self._calls = ToolCallBuilder()
+        self._calls = ToolCallBuilder(tool_names=tool_names)
         self._pending: dict[
             int, _Slot
         ] = {}  # provider index -> open slot, in start order
@@ -62,6 +70,8 @@ class ChatStreamMapper:
         self._refused = False
         self._model: str | None = None
         self._usage = Usage(requests=1)
+        self._legacy: _Slot | None = None  # the deprecated `function_call` field
+        self._saw_tool_calls = False
 
     def feed(
         self, chunk: ChatCompletionChunk
@@ -78,7 +88,12 @@ class ChatStreamMapper:
         delta = choice.delta
         if choice.finish_reason is not None:
             self._finish = choice.finish_reason
-        if delta.tool_calls is None and delta.refusal is None and not delta.model_extra:
+        if (
+            delta.tool_calls is None
+            and delta.refusal is None
+            and delta.function_call is None
+            and not delta.model_extra
+        ):
             if delta.content:  # the hot path: plain text
                 return (TextChunk(delta.content, block=self._text_block()),)
             return _NOTHING
@@ -91,6 +106,8 @@ class ChatStreamMapper:
                 "chat completions stream ended without a finish_reason"
             )
         out = self._flush(lambda index: True)
+        if self._legacy is not None and not self._saw_tool_calls:
+            out.extend(self._ready(self._legacy))
         stop = CHAT_STOP_REASONS.get(self._finish, StopReason.UNKNOWN)
         if self._refused and stop in (StopReason.END_TURN, StopReason.UNKNOWN):
             stop = StopReason.REFUSAL
@@ -122,9 +139,21 @@ class ChatStreamMapper:
         if delta.refusal:
             self._refused = True
             out.append(TextChunk(delta.refusal, block=self._text_block()))
+        if delta.function_call is not None:
+            self._legacy_delta(delta.function_call)
         for call_delta in delta.tool_calls or ():
+            self._saw_tool_calls = True
             out.extend(self._tool_delta(call_delta))
         return out
+
+    def _legacy_delta(self, delta: ChoiceDeltaFunctionCall) -> None:
+        """Collect the legacy ``function_call``; it is emitted at the end, if alone."""
+        if self._legacy is None:
+            self._legacy = _Slot(-1)
+        if delta.name and not self._legacy.name:
+            self._legacy.name = delta.name
+        if delta.arguments:
+            self._legacy.parts.append(delta.arguments)
 
     def _tool_delta(self, delta: ChoiceDeltaToolCall) -> list[StreamChunk]:
         # Some servers omit the index; the SDK does not validate, so it may be None.
@@ -152,14 +181,14 @@ class ChatStreamMapper:
     def _flush(self, which: Callable[[int], bool]) -> list[StreamChunk]:
         out: list[StreamChunk] = []
         for index in [i for i in self._pending if which(i)]:
-            slot = self._pending.pop(index)
-            calls = self._calls.build(slot.id, slot.name, "".join(slot.parts))
-            numbers = [self._blocks.of(("call", slot.key))]
-            numbers += [self._blocks.fresh() for _ in calls[1:]]
-            out.extend(
-                ToolUseReady(c, block=n) for c, n in zip(calls, numbers, strict=True)
-            )
+            out.extend(self._ready(self._pending.pop(index)))
         return out
+
+    def _ready(self, slot: _Slot) -> list[StreamChunk]:
+        calls = self._calls.build(slot.id, slot.name, "".join(slot.parts))
+        numbers = [self._blocks.of(("call", slot.key))]
+        numbers += [self._blocks.fresh() for _ in calls[1:]]
+        return [ToolUseReady(c, block=n) for c, n in zip(calls, numbers, strict=True)]
 
 
 def _is_new_call(slot: _Slot, call_id: str | None) -> bool:

@@ -1,4 +1,4 @@
-"""OpenAIResponsesModel: the Responses API over the official `openai` SDK, streaming."""
+"""OpenAIResponsesModel: the Responses API over the official `openai` SDK, streamed or whole."""
 
 from __future__ import annotations
 
@@ -13,8 +13,15 @@ from ._capabilities import is_reasoning_family
 from ._openai_chat import build_openai_client
 from ._openai_errors import map_openai_error
 from ._openai_responses_convert import responses_params
+from ._openai_responses_replay import responses_replay
 from ._openai_responses_stream import ResponsesStreamMapper
-from ._provider import EventMapper, ProviderModel, SDKStream, WarningHandler
+from ._provider import (
+    EventMapper,
+    ProviderModel,
+    ReplayStream,
+    SDKStream,
+    WarningHandler,
+)
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -37,11 +44,14 @@ class OpenAIResponsesModel(ProviderModel):
         include_encrypted_reasoning: Ask for encrypted reasoning content (needed
             to pass reasoning back statelessly); default: for reasoning families.
         store: Let OpenAI store the response.
+        stream: Stream responses (default). False sends every request whole:
+            same chunks, events and transcript, but no streaming overlap.
         timeout: Seconds the SDK waits for the server (per read).
         context_window: Overrides the known-model table.
         supports_parallel_tool_calls: Overrides the capability table.
         on_warning: Receives a `toolweave.events.Warning` when the provider
-            rejected the parallel flag (otherwise it is logged).
+            rejected the parallel flag or refused to stream with tools (inside
+            an agent run it also becomes a run event; with neither, it is logged).
         client: An `openai.AsyncOpenAI` to use instead of building one; the
             model copies it with retries off and never closes the original.
     """
@@ -58,6 +68,7 @@ class OpenAIResponsesModel(ProviderModel):
         reasoning: Mapping[str, Any] | None = None,
         include_encrypted_reasoning: bool | None = None,
         store: bool = False,
+        stream: bool = True,
         timeout: float = 600.0,
         context_window: int | None = None,
         supports_parallel_tool_calls: bool | None = None,
@@ -66,6 +77,7 @@ class OpenAIResponsesModel(ProviderModel):
     ) -> None:
         super().__init__(
             name,
+            stream=stream,
             context_window=context_window,
             supports_parallel_tool_calls=supports_parallel_tool_calls,
             on_warning=on_warning,
@@ -91,7 +103,9 @@ class OpenAIResponsesModel(ProviderModel):
             )
         return self._client
 
-    async def _open(self, request: ModelRequest, *, send_flag: bool) -> SDKStream:
+    async def _open(
+        self, request: ModelRequest, *, send_flag: bool, stream: bool
+    ) -> SDKStream:
         if request.stop_sequences and not self._warned_stop:
             self._warned_stop = True
             self._warn(
@@ -105,11 +119,14 @@ class OpenAIResponsesModel(ProviderModel):
             include_encrypted_reasoning=self._include_encrypted,
             store=self._store,
         )
-        stream: SDKStream = await self._sdk().responses.create(stream=True, **params)
-        return stream
+        if not stream:
+            response = await self._sdk().responses.create(**params)
+            return ReplayStream(responses_replay(response))
+        events: SDKStream = await self._sdk().responses.create(stream=True, **params)
+        return events
 
     def _new_mapper(self, request: ModelRequest) -> EventMapper:
-        return ResponsesStreamMapper()
+        return ResponsesStreamMapper(tool_names=[t.name for t in request.tools])
 
     def _map_error(self, exc: BaseException) -> ModelError | None:
         return map_openai_error(exc)

@@ -8,6 +8,7 @@ events raise the neutral error their code names.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
@@ -45,9 +46,9 @@ class _Call:
 class ResponsesStreamMapper:
     """Maps the events of one Responses stream. Not reusable, not thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool_names: Iterable[str] = ()) -> None:
         self._blocks = BlockNumbers()
-        self._calls = ToolCallBuilder()
+        self._calls = ToolCallBuilder(tool_names=tool_names)
         self._pending: dict[str, _Call] = {}
         self._reasoning_seen: dict[str, int] = {}  # item id -> last summary index
         self._emitted_calls = False

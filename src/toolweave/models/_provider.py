@@ -1,33 +1,81 @@
-"""The shape every SDK-backed model shares: open a stream, map its events, map its errors.
+"""The shape every SDK-backed model shares: open a request, map its events, map its errors.
 
-A provider subclass supplies four things: how to open the SDK stream for a
-request (with or without the parallel-tool-calls flag), a fresh event mapper,
-its SDK error seam, and the flag's wire name. This module owns the rest: the
-flag decision, the one-shot "the server rejected the flag" recovery, and
-closing the SDK stream on every exit path.
+A provider subclass supplies four things: how to open a request through the SDK
+(streamed or whole, with or without the parallel-tool-calls flag), a fresh event
+mapper, its SDK error seam, and the flag's wire name. This module owns the rest:
+the flag decision, the streaming decision, the one-shot recoveries when a server
+refuses either (learned once, warned once, kept in `LearnedCapabilities`), the
+end-of-stream stop-reason repair, and closing the SDK stream on every exit path.
+
+A whole (non-streamed) response is replayed as the events its stream would have
+carried (`ReplayStream`), through the same mapper: one mapping, one set of
+repairs, whichever way the response came.
 """
 
 from __future__ import annotations
 
 import abc
+import contextvars
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from contextlib import contextmanager
+from typing import Any, Protocol, final
 
 import anyio
 
 from .._exceptions import ModelError
 from ..events import Warning as WarningEvent
-from ._base import Model, ModelRequest, StreamChunk
-from ._capabilities import Provider, context_window_for, parallel_flag_supported
-from ._errors import names_parameter
+from ..messages import StopReason
+from ._base import Model, ModelRequest, StreamChunk, StreamEnd, ToolUseReady
+from ._capabilities import (
+    Capabilities,
+    LearnedCapabilities,
+    Provider,
+    context_window_for,
+    parallel_flag_supported,
+)
+from ._errors import names_parameter, refuses_streaming
 
-__all__ = ["EventMapper", "ProviderModel", "SDKStream", "WarningHandler"]
+__all__ = [
+    "EventMapper",
+    "ProviderModel",
+    "ReplayStream",
+    "SDKStream",
+    "WarningHandler",
+    "forward_warnings",
+]
 
 logger = logging.getLogger("toolweave.models")
 
 WarningHandler = Callable[[WarningEvent], None]
 """Receives a `toolweave.events.Warning` when a provider had to work around something."""
+
+_SINK: contextvars.ContextVar[WarningHandler | None] = contextvars.ContextVar(
+    "toolweave_model_warnings", default=None
+)
+
+
+@contextmanager
+def forward_warnings(handler: WarningHandler) -> Iterator[None]:
+    """While inside, provider models also hand their warnings to `handler`.
+
+    The agent loop wraps each model call in it, so a warning such as "this
+    server refused to stream with tools" becomes a `Warning` event of the run
+    whoever built the model. A model's own ``on_warning`` still gets it too.
+    Context-local: concurrent runs each get their own warnings.
+    """
+    token = _SINK.set(handler)
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
 
 
 class SDKStream(Protocol):
@@ -37,6 +85,28 @@ class SDKStream(Protocol):
 
     async def close(self) -> None:
         """Release the HTTP response."""
+
+
+@final
+class ReplayStream:
+    """A whole response as the SDK events a stream of it would have carried.
+
+    Lets a non-streamed response go through the stream mapper unchanged; it
+    holds no connection, so `close` has nothing to release.
+    """
+
+    def __init__(self, events: Iterable[Any]) -> None:
+        self._events = list(events)
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._replay()
+
+    async def _replay(self) -> AsyncIterator[Any]:
+        for event in self._events:
+            yield event
+
+    async def close(self) -> None:
+        """Nothing to release (the HTTP response was read whole)."""
 
 
 class EventMapper(Protocol):
@@ -57,7 +127,8 @@ class ProviderModel(Model):
     """Base of the SDK-backed models. Subclasses implement the abstract hooks.
 
     A model instance belongs to one event loop (its SDK client keeps pooled
-    connections); `aclose()` releases them.
+    connections); `aclose()` releases them. What it learns from its server's
+    refusals (`capabilities`) lasts as long as the instance.
     """
 
     _provider: Provider
@@ -67,14 +138,16 @@ class ProviderModel(Model):
         self,
         name: str,
         *,
+        stream: bool = True,
         context_window: int | None = None,
         supports_parallel_tool_calls: bool | None = None,
         on_warning: WarningHandler | None = None,
     ) -> None:
         self._name = name
+        self._stream = stream
         self._context_window = context_window or context_window_for(name)
         self._flag_configured = supports_parallel_tool_calls
-        self._flag_rejected = False
+        self._learned = LearnedCapabilities()
         self._on_warning = on_warning
 
     @property
@@ -93,15 +166,37 @@ class ProviderModel(Model):
 
         False once the provider rejected the flag (remembered for this model).
         """
-        if self._flag_rejected:
+        if self._learned.parallel_flag_rejected:
             return False
         if self._flag_configured is not None:
             return self._flag_configured
         return parallel_flag_supported(self._provider, self._name)
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this model does on the wire now, after what it learned."""
+        return Capabilities(
+            parallel_flag=self.sends_parallel_flag,
+            streams_with_tools=self._streams(with_tools=True),
+            streams_without_tools=self._stream,
+            streaming_with_tools_confirmed=self._learned.streaming_with_tools is True,
+        )
+
+    def _streams(self, *, with_tools: bool) -> bool:
+        """Whether a request (with tools or without) is streamed."""
+        if with_tools and self._learned.streaming_with_tools is False:
+            return False
+        return self._stream
+
     @abc.abstractmethod
-    async def _open(self, request: ModelRequest, *, send_flag: bool) -> SDKStream:
-        """Send the request through the SDK and return its event stream (raises SDK errors)."""
+    async def _open(
+        self, request: ModelRequest, *, send_flag: bool, stream: bool
+    ) -> SDKStream:
+        """Send the request through the SDK and return its events (raises SDK errors).
+
+        With ``stream=False`` the request is sent whole and the response comes
+        back as a `ReplayStream` of the events a stream would have carried.
+        """
 
     @abc.abstractmethod
     def _new_mapper(self, request: ModelRequest) -> EventMapper:
@@ -117,18 +212,22 @@ class ProviderModel(Model):
         Raises only `ModelError` subclasses (the SDK's exception chained as
         ``__cause__``). A stream cut mid-way raises `ModelConnectionError` after
         the chunks already received. Close the iterator (``aclose``) if you
-        stop early, so the HTTP response is released at once.
+        stop early, so the HTTP response is released at once. A request sent
+        whole (``stream=False``, or after the server refused to stream with
+        tools) yields the same chunks, all at once when the response is in.
         """
-        send_flag = bool(request.tools) and self.sends_parallel_flag
-        events = await self._open_once_more_without_flag(request, send_flag)
+        events = await self._open_adapting(request)
         mapper = self._new_mapper(request)
         iterator = aiter(events)
+        called = False
         try:
             async for event in iterator:
                 for chunk in mapper.feed(event):
+                    called = called or isinstance(chunk, ToolUseReady)
                     yield chunk
             for chunk in mapper.finish():
-                yield chunk
+                called = called or isinstance(chunk, ToolUseReady)
+                yield _tool_use_if_called(chunk, called)
         except Exception as exc:
             mapped = self._map_error(exc)
             if mapped is None:
@@ -140,38 +239,80 @@ class ProviderModel(Model):
                     await iterator.aclose()
                 await events.close()
 
-    async def _open_once_more_without_flag(
-        self, request: ModelRequest, send_flag: bool
-    ) -> SDKStream:
-        """Open the stream; if the flag is rejected by name, drop it and retry once.
+    async def _open_adapting(self, request: ModelRequest) -> SDKStream:
+        """Open the request, adapting once to each refusal the server can make.
 
         seed 004: a provider that rejects ``parallel_tool_calls`` must not cause
-        a 400 loop. The rejection is remembered, so the retry and every later
-        request go without the flag; a second 400 is raised as it is.
+        a 400 loop, and neither must one that refuses to stream with tools.
+        Each refusal is learned (one way, for this model), warned about once,
+        and the request is sent again without what was refused; a refusal of
+        something already given up is raised as it is. So a request costs at
+        most three attempts, and only the first request that meets each refusal.
         """
-        try:
-            return await self._open(request, send_flag=send_flag)
-        except Exception as exc:
-            mapped = self._map_error(exc)
-            if mapped is None:
-                raise
-            if not (send_flag and names_parameter(mapped, self._flag_name)):
-                raise mapped from exc
-        self._flag_rejected = True
-        self._warn(
-            f"{self._name}: the provider rejected {self._flag_name!r}; "
-            "retrying once without it, and never sending it to this model again"
-        )
-        try:
-            return await self._open(request, send_flag=False)
-        except Exception as exc:
-            mapped = self._map_error(exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        with_tools = bool(request.tools)
+        while True:
+            send_flag = with_tools and self.sends_parallel_flag
+            streamed = self._streams(with_tools=with_tools)
+            try:
+                events = await self._open(request, send_flag=send_flag, stream=streamed)
+            except Exception as exc:
+                mapped = self._map_error(exc)
+                if mapped is None:
+                    raise
+                if not self._learn(exc, mapped, send_flag, streamed and with_tools):
+                    raise mapped from exc
+                continue
+            if streamed and with_tools:
+                self._learned.streaming_with_tools = True
+            return events
+
+    def _learn(
+        self, exc: Exception, mapped: ModelError, send_flag: bool, streamed_tools: bool
+    ) -> bool:
+        """Record what `exc` refused, if it is a refusal we can adapt to; True if so."""
+        if send_flag and names_parameter(mapped, self._flag_name):
+            self._learned.parallel_flag_rejected = True
+            self._warn(
+                f"{self._name}: the provider rejected {self._flag_name!r}; "
+                "retrying once without it, and never sending it to this model again"
+            )
+            return True
+        unconfirmed = self._learned.streaming_with_tools is None
+        if streamed_tools and unconfirmed and refuses_streaming(exc, mapped):
+            self._learned.streaming_with_tools = False
+            self._warn(
+                f"{self._name}: the server refused to stream a response with tools"
+                f" ({mapped}); sending requests with tools to this model whole from"
+                " now on (no streaming overlap: tools start when the response is in)"
+            )
+            return True
+        return False
 
     def _warn(self, message: str) -> None:
+        event = WarningEvent(message)
+        sink = _SINK.get()
         if self._on_warning is not None:
-            self._on_warning(WarningEvent(message))
-        else:
+            self._on_warning(event)
+        if sink is not None:
+            sink(event)
+        if self._on_warning is None and sink is None:
             logger.warning("%s", message)
+
+
+def _tool_use_if_called(chunk: StreamChunk, called: bool) -> StreamChunk:
+    """The stream's end, saying TOOL_USE if it ended a turn that made tool calls.
+
+    OpenAI-compatible servers (llama-cpp-python among them) send
+    ``finish_reason: "stop"`` on a response with tool calls; the calls are what
+    the model did, so the neutral reason follows them. The raw string is kept.
+    """
+    if not isinstance(chunk, StreamEnd) or not called:
+        return chunk
+    if chunk.stop_reason is not StopReason.END_TURN:
+        return chunk
+    return StreamEnd(
+        StopReason.TOOL_USE,
+        chunk.usage,
+        raw_stop_reason=chunk.raw_stop_reason,
+        model=chunk.model,
+    )

@@ -6,21 +6,45 @@
   calls it names.
 - Arguments that are not a JSON object become a `ToolCall` with `raw_arguments`
   set and an empty input; the lifecycle turns it into an error result for that
-  call. The stream never crashes on them.
+  call. The stream never crashes on them. Whitespace around the JSON is no
+  fault (JSON allows it), so it never turns a good call into a failed one.
+- A tool name with stray characters around it (whitespace, quotes, a chat
+  template's special token, a ``functions.`` prefix) is read as the offered
+  tool it names, but only when the cleaned name is exactly one offered tool's
+  name: anything else keeps the name as sent, so the lifecycle reports an
+  unknown tool instead of guessing (fail closed).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any, final
 
 from ..messages import ToolCall
 
-__all__ = ["ToolCallBuilder", "dump_arguments", "parse_arguments"]
+__all__ = ["ToolCallBuilder", "clean_tool_name", "dump_arguments", "parse_arguments"]
 
 _WRAPPER_NAME = "multi_tool_use.parallel"
 _WRAPPER_PREFIX = "functions."
+_SPECIAL_TOKEN = re.compile(r"<\|[^|<>]*\|>|</?tool_call>")
+_STRAY = " \t\r\n\"'`.,:;()"
+
+
+def clean_tool_name(name: str, offered: frozenset[str]) -> str:
+    """The offered tool `name` stands for, or `name` unchanged.
+
+    An offered name (or no offer to compare with) is kept as it is; otherwise
+    special tokens, surrounding whitespace, quotes and punctuation, and a
+    ``functions.`` prefix are taken off, and the result is used only if it is
+    an offered name.
+    """
+    if not offered or name in offered:
+        return name
+    cleaned = _SPECIAL_TOKEN.sub("", name).strip(_STRAY).removeprefix(_WRAPPER_PREFIX)
+    cleaned = cleaned.strip(_STRAY)
+    return cleaned if cleaned in offered else name
 
 
 def parse_arguments(
@@ -59,10 +83,15 @@ class ToolCallBuilder:
 
     Ids are stable: the same stream always yields the same ids. A missing id
     becomes ``call_<response id>_<position>``; a repeated one gets ``_2``,
-    ``_3`` … appended. Not thread-safe; one builder per stream.
+    ``_3`` … appended. `tool_names` are the offered tools, against which a
+    name with stray characters is read (`clean_tool_name`). Not thread-safe;
+    one builder per stream.
     """
 
-    def __init__(self, response_id: str | None = None) -> None:
+    def __init__(
+        self, response_id: str | None = None, *, tool_names: Iterable[str] = ()
+    ) -> None:
+        self._offered = frozenset(tool_names)
         self._seen: set[str] = set()
         self._position = 0
         self.response_id = response_id
@@ -83,7 +112,8 @@ class ToolCallBuilder:
             unpacked = self._unpack(unique_id, tool_input)
             if unpacked:
                 return unpacked
-        return [ToolCall(unique_id, name or "", tool_input, raw_arguments=raw)]
+        name = clean_tool_name(name or "", self._offered)
+        return [ToolCall(unique_id, name, tool_input, raw_arguments=raw)]
 
     def _unique(self, call_id: str | None, position: int) -> str:
         base = call_id or f"call_{self.response_id or 'tw'}_{position}"
@@ -103,6 +133,7 @@ class ToolCallBuilder:
         calls: list[ToolCall] = []
         for index, use in enumerate(uses):
             name = use["recipient_name"].removeprefix(_WRAPPER_PREFIX)
+            name = clean_tool_name(name, self._offered)
             parameters = use.get("parameters", {})
             if isinstance(parameters, Mapping):
                 tool_input, raw = dict(parameters), None
