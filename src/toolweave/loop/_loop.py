@@ -30,6 +30,7 @@ from ..events import (
 from ..events import Warning as WarningEvent
 from ..messages import Message, StopReason, Text, Usage
 from ..models import ModelRequest
+from ..tools import reporting_declaration_errors
 from ._budget import BudgetDecision
 from ._clock import fast_clock
 from ._context_feed import ContextFeed
@@ -137,6 +138,11 @@ class RunLoop:
 
     async def drive(self) -> RunResult:
         """Run to the end and return the result. Never raises for the model's or a tool's fault."""
+        # a raising access/concurrency declaration becomes a Warning event
+        with reporting_declaration_errors(lambda line: self.emit(WarningEvent(line))):
+            return await self._drive()
+
+    async def _drive(self) -> RunResult:
         self.endings.bind_costs()
         self._schedule = soon_scheduler()
         async with anyio.create_task_group() as tg:  # helpers of early tool starts

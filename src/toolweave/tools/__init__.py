@@ -8,6 +8,9 @@ from ._context import ReadLedger as ReadLedger
 from ._context import ReadRecord as ReadRecord
 from ._context import SessionState as SessionState
 from ._context import ToolContext as ToolContext
+from ._declaration_errors import (
+    reporting_declaration_errors as reporting_declaration_errors,
+)
 from ._function import FunctionTool as FunctionTool
 from ._function import tool as tool
 from ._registry import ToolRegistry as ToolRegistry
@@ -34,6 +37,7 @@ __all__ = [
     "WrappedTool",
     "coding_tools",
     "keys_overlap",
+    "reporting_declaration_errors",
     "run_in_worker_thread",
     "tool",
 ]

@@ -11,7 +11,7 @@ from typing import Any, get_type_hints, overload
 from pydantic import ConfigDict, Field, create_model
 
 from .._exceptions import ToolDefinitionError
-from ._access import Concurrency, Interrupt
+from ._access import Access, Concurrency, Interrupt
 from ._context import ToolContext
 from ._threads import run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS, AccessSpec, ConcurrencySpec, Tool
@@ -179,7 +179,8 @@ def tool(
         description: Overrides the docstring.
         concurrency: A Concurrency, or a callable of the validated input returning a
             Concurrency or a bool. SEQUENTIAL unless said otherwise.
-        access: A callable of the validated input returning the Access it claims.
+        access: The Access every call claims, or a callable of the validated input
+            returning it.
         interrupt: CANCEL or BLOCK on user interrupt.
         timeout: Seconds before the call fails with a timeout; None = config default.
         max_result_chars: Longer results are persisted and previewed; None = never.
@@ -199,6 +200,12 @@ def tool(
             raise ToolDefinitionError(
                 "concurrency= must be a Concurrency or a callable"
             )
+        if (
+            access is not None
+            and not isinstance(access, Access)
+            and not callable(access)
+        ):
+            raise ToolDefinitionError("access= must be an Access or a callable")
         if not isinstance(interrupt, Interrupt):
             raise ToolDefinitionError("interrupt= must be an Interrupt")
         if timeout is not None and timeout <= 0:

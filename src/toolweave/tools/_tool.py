@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 from .._exceptions import ToolInputError
 from ._access import Access, Concurrency, Interrupt
 from ._context import ToolContext
+from ._declaration_errors import report_declaration_error
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -28,7 +29,7 @@ DEFAULT_MAX_RESULT_CHARS = 50_000
 ConcurrencySpec: TypeAlias = (
     Concurrency | Callable[[dict[str, Any]], Concurrency | bool]
 )
-AccessSpec: TypeAlias = Callable[[dict[str, Any]], Access]
+AccessSpec: TypeAlias = Access | Callable[[dict[str, Any]], Access]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,14 @@ class PermissionCheck:
     """``passthrough`` leaves the decision to rules, hooks and mode."""
     message: str = ""
     """Why, shown to the user (ask) or the model (deny)."""
+
+
+def _raised(exc: Exception) -> str:
+    return (
+        f"it raised {type(exc).__name__}: {exc}"
+        if str(exc)
+        else f"it raised {type(exc).__name__}"
+    )
 
 
 def format_validation_error(tool_name: str, exc: ValidationError) -> str:
@@ -90,7 +99,7 @@ class Tool:
         self.concurrency = concurrency
         """A Concurrency, or a callable of the validated input."""
         self.access = access
-        """A callable of the validated input returning Access; None = undeclared."""
+        """An Access, or a callable of the validated input returning one; None = undeclared."""
         self.interrupt = interrupt
         """What a running call does on user interrupt."""
         self.timeout = timeout
@@ -135,33 +144,46 @@ class Tool:
         """The concurrency of a call with validated `args`; SEQUENTIAL if unsure.
 
         A classifier that raises or returns anything but a Concurrency or a bool
-        means SEQUENTIAL (fail closed).
+        means SEQUENTIAL (fail closed), and is reported (see
+        `reporting_declaration_errors`).
         """
         spec = self.concurrency
         if isinstance(spec, Concurrency):
             return spec
         try:
-            verdict = spec(args)
-        except Exception:
+            verdict: object = spec(args)
+        except Exception as exc:
+            report_declaration_error(self.name, "concurrency", _raised(exc))
             return Concurrency.SEQUENTIAL
         if isinstance(verdict, Concurrency):
             return verdict
-        if verdict is True:
-            return Concurrency.SAFE
+        if isinstance(verdict, bool):
+            return Concurrency.SAFE if verdict else Concurrency.SEQUENTIAL
+        report_declaration_error(
+            self.name, "concurrency", f"it returned {verdict!r}, not a Concurrency"
+        )
         return Concurrency.SEQUENTIAL
 
     def access_for(self, args: dict[str, Any]) -> Access | None:
         """The resources a call touches, or None when the tool declares nothing.
 
-        A declaration that raises or returns a non-Access means a barrier.
+        A declaration that raises or returns a non-Access means a barrier, and
+        is reported (see `reporting_declaration_errors`).
         """
-        if self.access is None:
-            return None
+        spec = self.access
+        if spec is None or isinstance(spec, Access):
+            return spec
         try:
-            access: object = self.access(args)
-        except Exception:
+            access: object = spec(args)
+        except Exception as exc:
+            report_declaration_error(self.name, "access", _raised(exc))
             return Access.barrier()
-        return access if isinstance(access, Access) else Access.barrier()
+        if isinstance(access, Access):
+            return access
+        report_declaration_error(
+            self.name, "access", f"it returned {access!r}, not an Access"
+        )
+        return Access.barrier()
 
     # -- lifecycle hooks a tool may override ---------------------------------
 
