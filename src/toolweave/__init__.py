@@ -57,6 +57,7 @@ from .scheduling import InterruptToken as InterruptToken
 from .tools import Access as Access
 from .tools import Concurrency as Concurrency
 from .tools import Interrupt as Interrupt
+from .tools import SandboxMode as SandboxMode
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
 from .tools import ToolRegistry as ToolRegistry
@@ -94,6 +95,7 @@ __all__ = [
     "PromptTooLongError",
     "RateLimitedError",
     "RunResult",
+    "SandboxMode",
     "StopReason",
     "StopRun",
     "StoreError",

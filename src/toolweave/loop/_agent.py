@@ -21,7 +21,7 @@ from ..events import Event
 from ..messages import Message
 from ..models import Model, RetryingModel, ToolDefinition, resolve_model
 from ..scheduling import Dispatcher
-from ..tools import SessionState, Tool, ToolRegistry
+from ..tools import SessionState, Tool, ToolRegistry, sandbox_mode
 from ._config import AgentConfig
 from ._cost import PriceTable
 from ._loop import RunLoop
@@ -89,8 +89,12 @@ class Agent:
         """The system prompt."""
         self.name = name
         """The agent's name."""
-        self.state = state or SessionState(workspace=self.config.workspace)
-        """Session state shared by this agent's runs."""
+        sandbox = self.config.sandbox
+        self.state = state or SessionState(
+            workspace=self.config.workspace,
+            sandbox=None if sandbox is None else sandbox_mode(sandbox),
+        )
+        """Session state shared by this agent's runs (a given one keeps its sandbox)."""
         self._results_cleanup: Callable[[], object] | None = None
         if self.state.results_dir is None:
             self.state.results_dir = self.config.results_dir or self._temporary_dir()

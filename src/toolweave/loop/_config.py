@@ -6,12 +6,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .._exceptions import ConfigError
 from ..execution import AuditMode, ExecutionConfig, PermissionMode
 from ..execution._audit import check_audit_mode
 from ..scheduling import ConcurrencyConfig
+from ..tools import SandboxMode, sandbox_mode
 from ._context import ContextProvider
 from ._cost import PriceTable
 from ._tracing import TracePolicy
@@ -110,9 +111,15 @@ class AgentConfig:
     ``"warn"`` (a `DeclarationViolation` event per write, process start or connect
     the call's declaration does not cover) or ``"enforce"`` (the operation raises
     PermissionError inside the tool and the call ends with an error naming it)."""
+    sandbox: SandboxMode | Literal["read-only", "workspace-write", "off"] | None = None
+    """Sandbox mode of every bash call: ``"read-only"``, ``"workspace-write"`` or
+    ``"off"`` (a `SandboxMode`); None = the bash tool's own (workspace-write by
+    default). Calls proven read-only always run read-only."""
 
     def __post_init__(self) -> None:
         check_audit_mode(self.audit)
+        if self.sandbox is not None:
+            object.__setattr__(self, "sandbox", sandbox_mode(self.sandbox))
         if self.max_iterations < 1:
             raise ConfigError(f"max_iterations must be >= 1, got {self.max_iterations}")
         for name in ("max_cost_usd", "max_wall_clock"):

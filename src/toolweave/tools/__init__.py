@@ -14,6 +14,8 @@ from ._declaration_errors import (
 from ._function import FunctionTool as FunctionTool
 from ._function import tool as tool
 from ._registry import ToolRegistry as ToolRegistry
+from ._sandbox_mode import SandboxMode as SandboxMode
+from ._sandbox_mode import sandbox_mode as sandbox_mode
 from ._threads import run_in_worker_thread as run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._tool import PermissionCheck as PermissionCheck
@@ -30,6 +32,7 @@ __all__ = [
     "PermissionCheck",
     "ReadLedger",
     "ReadRecord",
+    "SandboxMode",
     "SessionState",
     "Tool",
     "ToolContext",
@@ -39,5 +42,6 @@ __all__ = [
     "keys_overlap",
     "reporting_declaration_errors",
     "run_in_worker_thread",
+    "sandbox_mode",
     "tool",
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..messages import ToolCall
+from ._sandbox_mode import SandboxMode
 
 __all__ = ["ReadLedger", "ReadRecord", "SessionState", "ToolContext"]
 
@@ -92,6 +93,8 @@ class SessionState:
     """Guards `values`."""
     values: dict[str, Any] = field(default_factory=dict)
     """Tool-specific shared state (todos, caches); guarded by `lock`."""
+    sandbox: SandboxMode | None = None
+    """The sandbox mode of bash calls (`AgentConfig.sandbox`); None = each tool's own."""
 
 
 def _ignore_progress(message: str, fraction: float | None) -> None:

@@ -3,7 +3,8 @@
 ``coding_tools(root)`` returns read, glob, grep, edit, write, bash, web_fetch,
 todo_write and todo_read. Reads declare ``reads fs:<path>``, edits and writes
 ``writes fs:<file>``, bash is SAFE only when `classify_bash` proves the command
-read-only, web_fetch touches nothing shared, the todo tools share ``todo:``.
+read-only (and then runs in the read-only OS sandbox, see `sandbox_backend`),
+web_fetch touches nothing shared, the todo tools share ``todo:``.
 """
 
 from ._bash import BashTool as BashTool
@@ -16,6 +17,8 @@ from ._grep import GrepTool as GrepTool
 from ._grep import find_ripgrep as find_ripgrep
 from ._html import html_to_text as html_to_text
 from ._read import ReadTool as ReadTool
+from ._sandbox import conservative_read_only as conservative_read_only
+from ._sandbox import sandbox_backend as sandbox_backend
 from ._todo import TodoItem as TodoItem
 from ._todo import TodoReadTool as TodoReadTool
 from ._todo import TodoWriteTool as TodoWriteTool
@@ -36,6 +39,8 @@ __all__ = [
     "WriteTool",
     "classify_bash",
     "coding_tools",
+    "conservative_read_only",
     "find_ripgrep",
     "html_to_text",
+    "sandbox_backend",
 ]

@@ -10,10 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
 from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
+from .._sandbox_mode import SandboxMode, sandbox_mode
 from .._tool import Tool
 from ._bash_classifier import classify_bash, last_command_name
 from ._bash_process import ShellOutcome, run_shell
 from ._readstate import changed_read_files, read_fingerprints
+from ._sandbox import Backend, Sandbox, conservative_read_only
+from ._sandbox_notes import refusal_note, restored_note, unconfined_notice
 from ._workspace import Workspace
 
 __all__ = ["BashTool"]
@@ -57,6 +60,14 @@ class BashInput(BaseModel):
         le=MAX_TIMEOUT,
         description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}).",
     )
+    writes: bool = Field(
+        False,
+        description=(
+            "Set true if the command must change files. It then runs on its own (never"
+            " in parallel) under the session's sandbox mode. Commands judged read-only"
+            " run in parallel inside a read-only sandbox, where writes fail."
+        ),
+    )
 
 
 class BashTool(Tool):
@@ -67,6 +78,14 @@ class BashTool(Tool):
     undeclared access — a barrier (seed 003 §4.2.2). Interrupt: CANCEL; the
     process group is killed. A failing command aborts running sibling bash
     calls (seed 003 §4.5.3).
+
+    Every call runs in the OS sandbox (`Sandbox`): a call proven read-only
+    (SAFE, so the gate may run it in parallel) runs read-only whatever the
+    mode; any other call runs under `sandbox` (AgentConfig's mode, through the
+    session state, wins). A write the sandbox refused is reported with a note
+    telling the model to ask again with ``writes: true`` (which makes the call
+    SEQUENTIAL). With no sandbox backend at all, only
+    `conservative_read_only` commands count as read-only.
 
     Each call is a fresh ``bash -c`` in a new session: stdin is /dev/null,
     stdout and stderr are interleaved and capped, and the whole process group
@@ -82,9 +101,23 @@ class BashTool(Tool):
         *,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         env: dict[str, str] | None = None,
+        sandbox: SandboxMode | str = SandboxMode.WORKSPACE_WRITE,
+        network: bool = True,
+        sandbox_backend: Backend | None = None,
     ) -> None:
+        """See the class; `sandbox_backend` forces a backend (tests, benchmarks).
+
+        Raises:
+            ConfigError: `sandbox` names no mode.
+        """
         self.workspace = root if isinstance(root, Workspace) else Workspace(root)
         """The working directory of every command."""
+        self.sandbox_mode = sandbox_mode(sandbox)
+        """The mode of calls not proven read-only, unless the session sets one."""
+        self.sandbox = Sandbox(
+            self.workspace.root, network=network, backend=sandbox_backend
+        )
+        """Confines every call."""
         self.max_output_bytes = max_output_bytes
         """Output kept per call."""
         self.env = {**(os.environ if env is None else env), **_ENV}
@@ -106,9 +139,15 @@ class BashTool(Tool):
             abort_siblings_on_error=True,
         )
 
-    @staticmethod
-    def _concurrency(args: dict[str, Any]) -> Concurrency:
-        return classify_bash(args["command"])
+    def _concurrency(self, args: dict[str, Any]) -> Concurrency:
+        """The classifier's verdict, narrowed when no sandbox could enforce it."""
+        if args.get("writes"):
+            return Concurrency.SEQUENTIAL
+        verdict = classify_bash(args["command"])
+        unenforced = self.sandbox.backend_for(SandboxMode.READ_ONLY) is None
+        if unenforced and not conservative_read_only(args["command"]):
+            return Concurrency.SEQUENTIAL
+        return verdict
 
     def permission_subject(self, args: dict[str, Any]) -> str:
         """The command, for permission rules such as ``bash(git log:*)``."""
@@ -127,25 +166,50 @@ class BashTool(Tool):
             raise ToolInputError("the command contains a NUL byte")
         timeout = args["timeout"] or DEFAULT_TIMEOUT
         before = read_fingerprints(ctx.state)
-        outcome = await run_shell(
-            command,
-            cwd=self.workspace.root,
-            env=self.env,
-            time_limit=timeout,
-            max_output_bytes=self.max_output_bytes,
-        )
+        outcome, notes = await self._run_confined(command, args, ctx, timeout)
         changed = changed_read_files(before, read_fingerprints(ctx.state))
         text = _with_hint(outcome.output, changed, self.workspace)
         if outcome.timed_out:
             raise ToolTimeoutError(
                 f"Command timed out after {timeout:g}s; its process group was "
-                f"killed.\n{text}".rstrip()
+                f"killed.\n{_with_notes(text, notes)}".rstrip()
             )
-        if _failed(command, outcome):
-            raise ToolError(f"{text.rstrip()}\n[{_status(outcome)}]".lstrip())
         if outcome.returncode != 0:
-            return f"{text.rstrip()}\n[{_status(outcome)}]".lstrip()
+            text = f"{text.rstrip()}\n[{_status(outcome)}]".lstrip()
+        text = _with_notes(text, notes)
+        if _failed(command, outcome):
+            raise ToolError(text)
         return text if text.strip() else "(no output)"
+
+    async def _run_confined(
+        self, command: str, args: dict[str, Any], ctx: ToolContext, limit: float
+    ) -> tuple[ShellOutcome, list[str]]:
+        """Run under the call's sandbox mode; the outcome and the notes it earned."""
+        forced = self.concurrency_for(args) is Concurrency.SAFE
+        configured = ctx.state.sandbox or self.sandbox_mode
+        mode = SandboxMode.READ_ONLY if forced else configured
+        async with self.sandbox.confine(mode, self.workspace.root) as confined:
+            outcome = await run_shell(
+                command,
+                cwd=self.workspace.root,
+                env={**self.env, **confined.env},
+                time_limit=limit,
+                max_output_bytes=self.max_output_bytes,
+                spawn=confined.spawn,
+            )
+        unconfined = confined.backend is None and mode is not SandboxMode.OFF
+        notes = [
+            unconfined_notice(ctx.state) if unconfined else None,
+            refusal_note(
+                confined,
+                outcome.output,
+                forced=forced,
+                configured=configured,
+                root=self.workspace.root,
+            ),
+            restored_note(confined.restored),
+        ]
+        return outcome, [note for note in notes if note]
 
 
 def _failed(command: str, outcome: ShellOutcome) -> bool:
@@ -160,6 +224,12 @@ def _status(outcome: ShellOutcome) -> str:
     if code is not None and code < 0:
         return f"killed by signal {-code}"
     return f"exit code {code}"
+
+
+def _with_notes(output: str, notes: list[str]) -> str:
+    if not notes:
+        return output
+    return "\n\n".join([output.rstrip(), *notes]).lstrip()
 
 
 def _with_hint(output: str, changed: list[Any], workspace: Workspace) -> str:

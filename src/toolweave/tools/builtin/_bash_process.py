@@ -6,14 +6,15 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import anyio.abc
 
-__all__ = ["OutputCapture", "ShellOutcome", "run_shell"]
+__all__ = ["OutputCapture", "ProcessLike", "ShellOutcome", "Spawner", "run_shell"]
 
 DRAIN_GRACE = 2.0
 """Seconds to keep reading after the group was killed (a child that left the
@@ -69,6 +70,52 @@ class ShellOutcome:
     """True if the timeout ended it."""
 
 
+class ProcessLike(Protocol):
+    """What `run_shell` uses of a started process (`anyio.abc.Process` has it)."""
+
+    @property
+    def pid(self) -> int:
+        """The process id (and, in a new session, its group id)."""
+        ...
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream | None:
+        """stdout, with stderr folded in."""
+        ...
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once known."""
+        ...
+
+    async def wait(self) -> int:
+        """Wait for the exit."""
+        ...
+
+    async def aclose(self) -> None:
+        """Reap the process and close its streams."""
+        ...
+
+
+Spawner = Callable[[Sequence[str], Path, Mapping[str, str]], Awaitable[ProcessLike]]
+"""Starts ``argv`` in ``cwd`` with ``env``, in a new session, stdin /dev/null,
+stderr into stdout (a sandbox supplies its own)."""
+
+
+async def _plain_spawn(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+) -> ProcessLike:
+    return await anyio.open_process(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -87,6 +134,7 @@ async def run_shell(
     env: Mapping[str, str],
     time_limit: float,
     max_output_bytes: int,
+    spawn: Spawner | None = None,
 ) -> ShellOutcome:
     """Run `command` with bash in a new session (its own process group).
 
@@ -94,18 +142,11 @@ async def run_shell(
     (SIGKILL), so no background child outlives the call; output they wrote
     before that is kept. If the calling task is cancelled, the group is killed
     too and the cancellation propagates. Output reading continues at most
-    `DRAIN_GRACE` seconds after the kill.
+    `DRAIN_GRACE` seconds after the kill. `spawn` starts the shell (a
+    sandbox's spawner); None = a plain `anyio.open_process`.
     """
     capture = OutputCapture(max_output_bytes)
-    process = await anyio.open_process(
-        ["bash", "-c", command],
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    process = await (spawn or _plain_spawn)(["bash", "-c", command], cwd, env)
     assert process.stdout is not None
     try:
         async with anyio.create_task_group() as tg:

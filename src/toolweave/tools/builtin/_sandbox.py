@@ -1,0 +1,281 @@
+"""The OS sandbox of the bash tool: which backend confines a call, and how.
+
+The classifier decides what *may* run in parallel; this module makes a wrong
+answer harmless. Every bash call runs confined by its `SandboxMode`:
+
+- ``read-only``: read and execute everywhere, write nowhere but ``/dev/null``,
+  ``/dev/zero``, ``/dev/full`` and ``/dev/tty``. Every call the classifier
+  proves read-only (the ones the gate runs in parallel) gets this mode,
+  whatever the configured one.
+- ``workspace-write``: as read-only, plus writes under the workspace and a
+  private temp dir made for the call (``$TMPDIR``, removed afterwards);
+  ``.git/config`` and ``.git/hooks`` stay read-only.
+- ``off``: no confinement.
+
+Backends, chosen once per process (`sandbox_backend`):
+
+- **Landlock** (Linux >= 5.13, unprivileged): the child is confined from a
+  restricted spawner thread (see `_sandbox_spawn`), ~0.5 ms per spawn. It
+  cannot carve read-only holes into a writable tree, so for workspace-write it
+  is second choice, with `GitGuard` undoing changes to the git paths.
+- **bubblewrap** (``bwrap``, Debian package ``bubblewrap``): a mount
+  namespace with ``/`` bound read-only and the writable paths bound over it,
+  ``.git/config`` and ``.git/hooks`` bound read-only again on top. Preferred
+  for workspace-write; for read-only it is the fallback (~10 ms per spawn).
+- **none**: the bash tool says so once per session (a logged warning and a
+  note in the first result) and `conservative_read_only` shrinks what counts
+  as read-only to a small core.
+
+Network: on by default; ``network=False`` blocks it (Landlock ABI >= 4 blocks
+TCP bind and connect; bwrap unshares the network namespace, so UDP and every
+other protocol too).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Literal, final
+
+import anyio
+
+from .._sandbox_mode import SandboxMode
+from ._bash_process import ProcessLike, Spawner
+from ._landlock import FS_READ, fs_all, fs_file_write, landlock_abi
+from ._sandbox_git import GitGuard, protected_git_paths
+from ._sandbox_spawn import spawn_landlocked
+
+__all__ = [
+    "Backend",
+    "Confinement",
+    "Sandbox",
+    "conservative_read_only",
+    "sandbox_backend",
+]
+
+Backend = Literal["landlock", "bwrap"]
+"""An OS mechanism that confines a command."""
+
+logger = logging.getLogger("toolweave.sandbox")
+
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+_BWRAP_BASE = ("--ro-bind", "/", "/", "--dev", "/dev")
+"""Everything (with its submounts, /proc and /sys too) read-only; a private /dev.
+
+No pid namespace: process ids inside are the real ones (``echo $!`` then
+``kill`` from a later call works), and the bash tool's process-group kill
+reaches every process the command started."""
+_BWRAP_ISOLATE = ("--die-with-parent",)
+
+
+@cache
+def _landlock_usable() -> bool:
+    return landlock_abi() >= 1
+
+
+@cache
+def _bwrap_usable() -> str | None:
+    """The bwrap binary if it can really build a sandbox here (probed once)."""
+    found = shutil.which("bwrap")
+    if found is None:
+        return None
+    try:
+        probe = subprocess.run(
+            [found, *_BWRAP_BASE, *_BWRAP_ISOLATE, "--", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if probe.returncode == 0 else None
+
+
+def backend_available(backend: Backend) -> bool:
+    """True if `backend` works on this machine (probed once per process)."""
+    if backend == "landlock":
+        return _landlock_usable()
+    return _bwrap_usable() is not None
+
+
+def sandbox_backend(mode: SandboxMode = SandboxMode.READ_ONLY) -> Backend | None:
+    """The backend that confines `mode` on this machine; None if nothing can.
+
+    read-only prefers Landlock (cheapest), then bwrap; workspace-write prefers
+    bwrap (it keeps ``.git/config`` and hooks read-only by itself), then
+    Landlock. ``off`` needs none. The bash tool's classifier seam reads this:
+    with no backend for read-only, only `conservative_read_only` commands may
+    run in parallel.
+    """
+    order: tuple[Backend, ...] = ("landlock", "bwrap")
+    if mode is SandboxMode.OFF:
+        return None
+    if mode is SandboxMode.WORKSPACE_WRITE:
+        order = ("bwrap", "landlock")
+    return next((b for b in order if backend_available(b)), None)
+
+
+_CORE = frozenset(
+    {"basename", "cat", "dirname", "du", "echo", "false", "grep", "head", "ls"}
+    | {"pwd", "realpath", "stat", "tail", "true", "wc"}
+)
+_PLAIN_WORDS = re.compile(r"[A-Za-z0-9_./,:=@%+ -]+\Z")
+
+
+def conservative_read_only(command: str) -> bool:
+    """True for the core that may run in parallel with no sandbox at all.
+
+    One simple command from a small set with no option that writes or runs a
+    program, made only of plain words: no quote, expansion, glob, redirection,
+    operator or newline. It only ever narrows the classifier's verdict.
+    """
+    if not _PLAIN_WORDS.match(command):
+        return False
+    words = command.split()
+    return bool(words) and words[0] in _CORE
+
+
+@dataclass(slots=True)
+class Confinement:
+    """How one call is confined: its spawner, extra environment, and what happened."""
+
+    mode: SandboxMode
+    """The mode the call runs under."""
+    backend: Backend | None
+    """The mechanism enforcing it; None when unconfined."""
+    spawn: Spawner | None = None
+    """How `run_shell` starts the command; None = a plain spawn."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables to add to the command's environment (``TMPDIR``)."""
+    restored: list[str] = field(default_factory=list)
+    """Protected git paths the call changed and the guard put back."""
+
+
+@final
+class Sandbox:
+    """Confines bash calls under a workspace root.
+
+    Args:
+        root: The workspace root (writable under workspace-write).
+        network: False blocks the network of every confined call.
+        backend: Force a backend (tests, benchmarks); None = `sandbox_backend`.
+            A forced backend that is not available means no confinement.
+    """
+
+    def __init__(
+        self, root: Path, *, network: bool = True, backend: Backend | None = None
+    ) -> None:
+        self.root = root
+        """The workspace root."""
+        self.network = network
+        """Whether confined calls may use the network."""
+        self.forced = backend
+        """The backend forced at construction, if any."""
+
+    def backend_for(self, mode: SandboxMode) -> Backend | None:
+        """The backend that would confine a call in `mode`."""
+        if mode is SandboxMode.OFF:
+            return None
+        if self.forced is not None:
+            return self.forced if backend_available(self.forced) else None
+        return sandbox_backend(mode)
+
+    @asynccontextmanager
+    async def confine(self, mode: SandboxMode, cwd: Path) -> AsyncIterator[Confinement]:
+        """Prepare one call in `mode`; clean up (temp dir, git guard) afterwards.
+
+        Checkpoints: the temp dir is removed in a worker thread.
+        """
+        backend = self.backend_for(mode)
+        confinement = Confinement(mode, backend)
+        if backend is None:
+            yield confinement
+            return
+        tmp = None
+        if mode is SandboxMode.WORKSPACE_WRITE:
+            tmp = _private_tmp()
+            confinement.env["TMPDIR"] = str(tmp)
+        guard = GitGuard(self.root) if tmp and backend == "landlock" else None
+        confinement.spawn = self._spawner(backend, tmp, cwd)
+        try:
+            yield confinement
+        finally:
+            if guard is not None:
+                confinement.restored = guard.restore()
+            if tmp is not None:
+                await anyio.to_thread.run_sync(
+                    lambda: shutil.rmtree(tmp, ignore_errors=True)
+                )
+
+    def _spawner(self, backend: Backend, tmp: Path | None, cwd: Path) -> Spawner:
+        """Starts a command confined by `backend`; `tmp` given = workspace-write."""
+        if backend == "landlock":
+            rules = _landlock_rules(self.root, tmp)
+
+            async def landlocked(
+                argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+            ) -> ProcessLike:
+                return await spawn_landlocked(
+                    argv, cwd=cwd, env=env, rules=rules, block_tcp=not self.network
+                )
+
+            return landlocked
+        prefix = _bwrap_argv(self.root, tmp, cwd, network=self.network)
+
+        async def bwrapped(
+            argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+        ) -> ProcessLike:
+            return await anyio.open_process(
+                [*prefix, *argv],
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+        return bwrapped
+
+
+def _private_tmp() -> Path:
+    """A fresh directory only this call may write to (its ``$TMPDIR``)."""
+    return Path(tempfile.mkdtemp(prefix="toolweave-sandbox-")).resolve()
+
+
+def _landlock_rules(root: Path, tmp: Path | None) -> list[tuple[str, int]]:
+    abi = landlock_abi()
+    rules = [("/", FS_READ)] + [(d, fs_file_write(abi)) for d in _DEVICES]
+    if tmp is not None:
+        rules += [(str(root), fs_all(abi)), (str(tmp), fs_all(abi))]
+    return rules
+
+
+def _bwrap_argv(root: Path, tmp: Path | None, cwd: Path, *, network: bool) -> list[str]:
+    """The bwrap command prefix confining one call.
+
+    All of ``/`` read-only; with `tmp` (workspace-write) the workspace and
+    `tmp` writable, then the git paths read-only again on top.
+    """
+    bwrap = _bwrap_usable()
+    assert bwrap is not None  # backend_for checked
+    argv = [bwrap, *_BWRAP_BASE, *_BWRAP_ISOLATE]
+    if not network:
+        argv.append("--unshare-net")
+    if tmp is not None:
+        argv += ["--bind", str(root), str(root), "--bind", str(tmp), str(tmp)]
+        for path in protected_git_paths(root):
+            real = os.path.realpath(path)
+            if Path(real).is_relative_to(root):
+                argv += ["--ro-bind", real, real]
+    return [*argv, "--chdir", str(cwd), "--"]

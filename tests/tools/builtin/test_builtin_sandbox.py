@@ -1,0 +1,345 @@
+"""The bash tool's OS sandbox: read-only, workspace-write and off, under Landlock and bwrap.
+
+Every test that needs a backend runs once per backend this machine has (both
+on CI: Landlock in the kernel, bubblewrap from ``.ci/setup-extras``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from builtin_support import run
+
+from toolweave._exceptions import ConfigError, ToolError, ToolTimeoutError
+from toolweave.tools import Concurrency, SandboxMode, SessionState
+from toolweave.tools.builtin import BashTool, conservative_read_only
+from toolweave.tools.builtin import _bash as bash_module
+from toolweave.tools.builtin import _sandbox as sandbox_module
+from toolweave.tools.builtin._sandbox import Backend, backend_available
+
+pytestmark = pytest.mark.anyio
+
+BACKENDS: list[Backend] = ["landlock", "bwrap"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each backend this machine can run."""
+    name: Backend = request.param
+    if not backend_available(name):
+        pytest.skip(f"{name} is not available here")
+    return name
+
+
+def _tree(top: Path) -> dict[str, tuple[int, bytes | str]]:
+    """Every entry under `top` (mode and content or link target), links not followed."""
+    found: dict[str, tuple[int, bytes | str]] = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            st = path.lstat()
+            data: bytes | str = b""
+            if path.is_symlink():
+                data = os.readlink(path)
+            elif path.is_file():
+                data = path.read_bytes()
+            found[str(path.relative_to(top))] = (st.st_mode, data)
+    return found
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
+
+
+async def _outcome(tool: BashTool, raw: dict[str, object], state: SessionState) -> str:
+    """The text the model sees, whether the call succeeded or failed."""
+    try:
+        return str(await run(tool, raw, state))
+    except ToolError as exc:
+        return f"ERROR: {exc}"
+
+
+WRITERS = [
+    "echo x > new.txt",
+    "echo x >> kept.txt",
+    "touch new.txt",
+    "mkdir newdir",
+    "cp kept.txt copy.txt",
+    "ln -s kept.txt link",
+    "mkfifo fifo",
+    "rm kept.txt",
+    "mv kept.txt moved.txt",
+    "truncate -s 0 kept.txt",
+    "sed -i s/keep/gone/ kept.txt",
+    "python3 -c \"open('new.txt', 'w').write('x')\"",
+    "echo x > {outside}/new.txt",
+    "rm {outside}/secret.txt",
+    "echo x > $TMPDIR/new.txt",
+]
+
+
+@pytest.mark.parametrize("command", WRITERS)
+async def test_read_only_refuses_every_write_and_says_why(
+    root: Path, outside: Path, state: SessionState, backend: Backend, command: str
+) -> None:
+    (root / "kept.txt").write_text("keep me\n")
+    before, before_out = _tree(root), _tree(outside)
+    tool = BashTool(root, sandbox="read-only", sandbox_backend=backend)
+    text = await _outcome(tool, {"command": command.format(outside=outside)}, state)
+    assert _tree(root) == before
+    assert _tree(outside) == before_out
+    assert text.startswith("ERROR:"), text
+    assert f"ran in the read-only sandbox ({backend})" in text
+    assert "nothing was written" in text
+    assert (
+        "--sandbox" in text
+    )  # the mode itself is read-only: only the user can widen it
+
+
+async def test_read_only_still_reads_runs_programs_and_writes_devices(
+    root: Path, state: SessionState, backend: Backend
+) -> None:
+    (root / "kept.txt").write_text("keep me\n")
+    tool = BashTool(root, sandbox="read-only", sandbox_backend=backend)
+    command = (
+        "cat kept.txt; ls; echo gone > /dev/null; echo err >/dev/stderr;"
+        " head -c 3 /dev/zero | wc -c; git --version | cut -d' ' -f1"
+    )
+    out = await run(tool, {"command": command}, state)
+    assert out == "keep me\nkept.txt\nerr\n3\ngit\n"
+
+
+async def test_workspace_write_allows_the_workspace_and_a_private_tmp(
+    root: Path, state: SessionState, backend: Backend
+) -> None:
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend=backend)
+    command = (
+        "echo hi > new.txt && mkdir -p sub/dir && echo x > sub/dir/f"
+        " && echo t > $TMPDIR/t && cat $TMPDIR/t && echo $TMPDIR"
+    )
+    out = await run(tool, {"command": command}, state)
+    lines = out.splitlines()
+    assert lines[0] == "t"
+    assert (root / "new.txt").read_text() == "hi\n"
+    assert (root / "sub/dir/f").read_text() == "x\n"
+    tmp = Path(lines[1])
+    assert tmp.name.startswith("toolweave-sandbox-") and not tmp.is_relative_to(root)
+    assert not _exists(tmp)  # removed after the call
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo x > {outside}/new.txt", "rm {outside}/secret.txt", "touch /new-at-root"],
+)
+async def test_workspace_write_refuses_outside(
+    root: Path, outside: Path, state: SessionState, backend: Backend, command: str
+) -> None:
+    before = _tree(outside)
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend=backend)
+    text = await _outcome(tool, {"command": command.format(outside=outside)}, state)
+    assert _tree(outside) == before
+    assert not _exists(Path("/new-at-root"))
+    assert text.startswith("ERROR:"), text
+    assert f"ran confined to the workspace ({backend})" in text
+
+
+def _git_repo(root: Path) -> None:
+    (root / "a.txt").write_text("a\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / ".git/hooks/post-checkout.sample").write_text("#!/bin/sh\n")
+
+
+GIT_TAMPERING = [
+    "printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> .git/config",
+    "git config core.pager 'touch pwned'",
+    "echo 'touch pwned' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+    "rm .git/config",
+    "mv .git/config .git/config.bak && echo '[core]' > .git/config",
+    "rm -rf .git/hooks",
+    "echo x > .git/hooks/post-checkout.sample",
+]
+
+
+@pytest.mark.parametrize("command", GIT_TAMPERING)
+async def test_workspace_write_keeps_git_config_and_hooks(
+    root: Path, state: SessionState, backend: Backend, command: str
+) -> None:
+    _git_repo(root)
+    config = (root / ".git/config").read_bytes()
+    hooks = _tree(root / ".git/hooks")
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend=backend)
+    text = await _outcome(tool, {"command": command}, state)
+    assert (root / ".git/config").read_bytes() == config
+    assert _tree(root / ".git/hooks") == hooks
+    if backend == "bwrap":  # enforced: the write itself fails
+        assert "Read-only file system" in text or "Device or resource busy" in text
+    else:  # Landlock cannot carve holes: the guard puts the files back
+        assert "they were restored" in text, text
+
+
+async def test_workspace_write_can_commit(
+    root: Path, state: SessionState, backend: Backend
+) -> None:
+    _git_repo(root)
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend=backend)
+    command = (
+        "git add a.txt && git -c user.email=t@t -c user.name=t commit -qm one"
+        " && git log --format=%s"
+    )
+    assert await run(tool, {"command": command}, state) == "one\n"
+
+
+@pytest.mark.parametrize("network", [True, False])
+async def test_network_can_be_cut(
+    root: Path, state: SessionState, backend: Backend, network: bool
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:  # the kernel accepts
+        port = server.getsockname()[1]
+        tool = BashTool(
+            root, sandbox="read-only", sandbox_backend=backend, network=network
+        )
+        text = await _outcome(
+            tool,
+            {"command": f"echo hi > /dev/tcp/127.0.0.1/{port} && echo sent"},
+            state,
+        )
+    assert (text == "sent\n") is network, text
+
+
+async def test_timeout_kills_a_confined_group(
+    root: Path, state: SessionState, backend: Backend
+) -> None:
+    tool = BashTool(root, sandbox="read-only", sandbox_backend=backend)
+    command = "sleep 300 & echo started $!; sleep 300"
+    with pytest.raises(ToolTimeoutError, match="started") as caught:
+        await run(tool, {"command": command, "timeout": 0.5}, state)
+    pid = int(str(caught.value).split("started ")[1].split()[0])
+    try:  # the background child was killed with the group: its pidfd turns readable
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        with anyio.fail_after(10):
+            await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
+
+
+def _say_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The classifier is wrong: it calls every command read-only."""
+    monkeypatch.setattr(bash_module, "classify_bash", lambda _: Concurrency.SAFE)
+
+
+async def test_a_call_judged_read_only_runs_read_only_whatever_the_mode(
+    root: Path, state: SessionState, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _say_read_only(monkeypatch)
+    tool = BashTool(root, sandbox="off", sandbox_backend=backend)
+    raw: dict[str, object] = {"command": "echo pwned > forced.txt"}
+    assert tool.concurrency_for(tool.parse(raw)) is Concurrency.SAFE
+    text = await _outcome(tool, raw, state)
+    assert not (root / "forced.txt").exists()
+    assert "judged read-only, so it ran in the read-only sandbox" in text
+    assert '"writes": true' in text and "sandbox mode (off)" in text
+    # asking again with writes: true makes it exclusive, under the session's mode
+    again = {**raw, "writes": True}
+    assert tool.concurrency_for(tool.parse(again)) is Concurrency.SEQUENTIAL
+    assert await run(tool, again, state) == "(no output)"
+    assert (root / "forced.txt").read_text() == "pwned\n"
+
+
+async def test_the_session_mode_wins_over_the_tool_default(
+    root: Path, backend: Backend
+) -> None:
+    state = SessionState(workspace=root, sandbox=SandboxMode.READ_ONLY)
+    tool = BashTool(root, sandbox="off", sandbox_backend=backend)
+    text = await _outcome(tool, {"command": "touch f", "writes": True}, state)
+    assert not (root / "f").exists()
+    assert "because the sandbox mode is 'read-only'" in text
+
+
+async def test_mode_off_does_not_confine(root: Path, outside: Path) -> None:
+    state = SessionState(workspace=root)
+    tool = BashTool(root, sandbox="off")
+    await run(tool, {"command": f"touch {outside}/made", "writes": True}, state)
+    assert (outside / "made").exists()
+
+
+def test_invalid_mode_is_a_config_error(root: Path) -> None:
+    with pytest.raises(ConfigError, match="read-only, workspace-write, off"):
+        BashTool(root, sandbox="sometimes")
+
+
+def _no_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module, "backend_available", lambda _: False)
+
+
+async def test_without_any_backend_read_only_shrinks_and_it_is_said_once(
+    root: Path,
+    state: SessionState,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _no_backend(monkeypatch)
+    tool = BashTool(root)
+    for command, verdict in [
+        ("git log", Concurrency.SEQUENTIAL),  # read-only to the classifier only
+        ("cat a b", Concurrency.SAFE),
+        ("ls -la src", Concurrency.SAFE),
+    ]:
+        assert tool.concurrency_for(tool.parse({"command": command})) is verdict
+    with caplog.at_level(logging.WARNING, logger="toolweave.sandbox"):
+        first = await run(tool, {"command": "echo one"}, state)
+        second = await run(tool, {"command": "echo two"}, state)
+    assert "no OS sandbox is available" in first
+    assert second == "two\n"
+    assert [r.message for r in caplog.records].count(
+        "toolweave: no OS sandbox is available (neither Landlock nor bubblewrap):"
+        " bash commands run unconfined, and only a small core of plain commands"
+        " counts as read-only"
+    ) == 1
+
+
+async def test_a_forced_backend_that_is_missing_means_unconfined(
+    root: Path, state: SessionState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_backend(monkeypatch)
+    tool = BashTool(root, sandbox_backend="landlock")
+    assert tool.sandbox.backend_for(SandboxMode.READ_ONLY) is None
+    assert "no OS sandbox" in await run(tool, {"command": "true"}, state)
+
+
+@pytest.mark.parametrize(
+    ("command", "core"),
+    [
+        ("ls", True),
+        ("ls -la src/", True),
+        ("cat a.txt b.txt", True),
+        ("grep -rn foo src", True),
+        ("wc -l a", True),
+        ("git log", False),  # not in the core: configured programs
+        ("rg --pre=sh foo", False),
+        ("find . -delete", False),
+        ("sort -o out in", False),
+        ("cat a > b", False),
+        ("cat a | tee b", False),
+        ("cat a; rm b", False),
+        ("cat $(rm x)", False),
+        ("cat `rm x`", False),
+        ("cat 'a b'", False),
+        ('cat "$HOME"', False),
+        ("cat *", False),
+        ("cat a\nrm b", False),
+        ("PATH=. ls", False),  # an assignment picks another program
+        ("", False),
+        ("   ", False),
+    ],
+)
+def test_conservative_core(command: str, core: bool) -> None:
+    assert conservative_read_only(command) is core
