@@ -16,6 +16,7 @@ PUBLIC_PACKAGES = [
     "toolweave.execution",
     "toolweave.models",
     "toolweave.loop",
+    "toolweave.testing",
 ]
 
 DESIGN_NAMES = [
@@ -60,6 +61,15 @@ def test_all_is_sorted_and_names_exist(module_name: str) -> None:
 def test_design_names_import(name: str) -> None:
     assert hasattr(tw, name), name
     assert name in tw.__all__
+
+
+def test_wave_two_names_import() -> None:
+    from toolweave.events import DeclarationViolation
+    from toolweave.testing import check_declarations
+
+    assert tw.AgentConfig(audit="warn").audit == "warn"
+    assert DeclarationViolation.__module__ == "toolweave.events"
+    assert callable(check_declarations)
 
 
 def test_design_member_names() -> None:
