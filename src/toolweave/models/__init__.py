@@ -21,7 +21,6 @@ from ._capabilities import Capabilities as Capabilities
 from ._capabilities import context_window_for as context_window_for
 from ._capabilities import parallel_flag_supported as parallel_flag_supported
 from ._errors import parse_retry_after as parse_retry_after
-from ._provider import forward_warnings as forward_warnings
 from ._resolve import resolve_model as resolve_model
 from ._retry import RetryInfo as RetryInfo
 from ._retry import RetryingModel as RetryingModel
@@ -29,6 +28,7 @@ from ._retry import RetryPolicy as RetryPolicy
 from ._retry import RetryStatistics as RetryStatistics
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import ScriptStep as ScriptStep
+from ._warnings import forward_warnings as forward_warnings
 
 if TYPE_CHECKING:
     from ._anthropic import AnthropicModel as AnthropicModel

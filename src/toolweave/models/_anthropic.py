@@ -13,13 +13,9 @@ from ._anthropic_errors import map_anthropic_error
 from ._anthropic_replay import anthropic_replay
 from ._anthropic_stream import AnthropicStreamMapper
 from ._base import ModelRequest
-from ._provider import (
-    EventMapper,
-    ProviderModel,
-    ReplayStream,
-    SDKStream,
-    WarningHandler,
-)
+from ._provider import EventMapper, ProviderModel
+from ._sdk_streams import ReplayStream, SDKStream
+from ._warnings import WarningHandler
 
 __all__ = ["AnthropicModel"]
 

@@ -17,13 +17,9 @@ from ._openai_chat_convert import MaxTokensField, chat_params
 from ._openai_chat_replay import chat_replay
 from ._openai_chat_stream import ChatStreamMapper
 from ._openai_errors import map_openai_error
-from ._provider import (
-    EventMapper,
-    ProviderModel,
-    ReplayStream,
-    SDKStream,
-    WarningHandler,
-)
+from ._provider import EventMapper, ProviderModel
+from ._sdk_streams import ReplayStream, SDKStream
+from ._warnings import WarningHandler
 
 __all__ = ["OpenAIChatModel", "build_openai_client"]
 

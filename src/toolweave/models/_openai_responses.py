@@ -15,13 +15,9 @@ from ._openai_errors import map_openai_error
 from ._openai_responses_convert import responses_params
 from ._openai_responses_replay import responses_replay
 from ._openai_responses_stream import ResponsesStreamMapper
-from ._provider import (
-    EventMapper,
-    ProviderModel,
-    ReplayStream,
-    SDKStream,
-    WarningHandler,
-)
+from ._provider import EventMapper, ProviderModel
+from ._sdk_streams import ReplayStream, SDKStream
+from ._warnings import WarningHandler
 
 __all__ = ["OpenAIResponsesModel"]
 

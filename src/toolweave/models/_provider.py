@@ -10,28 +10,24 @@ end-of-stream stop-reason repair, and closing the SDK stream on every exit path.
 A whole (non-streamed) response is replayed as the events its stream would have
 carried (`ReplayStream`), through the same mapper: one mapping, one set of
 repairs, whichever way the response came.
+
+How a server refuses to stream with tools varies. llama-cpp-python's server
+(0.3.x, ``chatml-function-calling``) streams a text answer but, when the model
+picks a tool, sends HTTP 200 and ends the event stream before its first event;
+other servers answer an HTTP 4xx/5xx naming streaming. Both count, and only
+while streaming with tools is unproven: once a streamed request has delivered
+a tool call, a later failure is an ordinary error (retried by the gateway).
 """
 
 from __future__ import annotations
 
 import abc
-import contextvars
-import logging
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterator,
-    Callable,
-    Iterable,
-    Iterator,
-    Sequence,
-)
-from contextlib import contextmanager
-from typing import Any, Protocol, final
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from typing import Any, Protocol
 
 import anyio
 
 from .._exceptions import ModelError
-from ..events import Warning as WarningEvent
 from ..messages import StopReason
 from ._base import Model, ModelRequest, StreamChunk, StreamEnd, ToolUseReady
 from ._capabilities import (
@@ -42,71 +38,10 @@ from ._capabilities import (
     parallel_flag_supported,
 )
 from ._errors import names_parameter, refuses_streaming
+from ._sdk_streams import SDKStream, peek
+from ._warnings import WarningHandler, deliver_warning
 
-__all__ = [
-    "EventMapper",
-    "ProviderModel",
-    "ReplayStream",
-    "SDKStream",
-    "WarningHandler",
-    "forward_warnings",
-]
-
-logger = logging.getLogger("toolweave.models")
-
-WarningHandler = Callable[[WarningEvent], None]
-"""Receives a `toolweave.events.Warning` when a provider had to work around something."""
-
-_SINK: contextvars.ContextVar[WarningHandler | None] = contextvars.ContextVar(
-    "toolweave_model_warnings", default=None
-)
-
-
-@contextmanager
-def forward_warnings(handler: WarningHandler) -> Iterator[None]:
-    """While inside, provider models also hand their warnings to `handler`.
-
-    The agent loop wraps each model call in it, so a warning such as "this
-    server refused to stream with tools" becomes a `Warning` event of the run
-    whoever built the model. A model's own ``on_warning`` still gets it too.
-    Context-local: concurrent runs each get their own warnings.
-    """
-    token = _SINK.set(handler)
-    try:
-        yield
-    finally:
-        _SINK.reset(token)
-
-
-class SDKStream(Protocol):
-    """What we need of an SDK's async stream object."""
-
-    def __aiter__(self) -> AsyncIterator[Any]: ...
-
-    async def close(self) -> None:
-        """Release the HTTP response."""
-
-
-@final
-class ReplayStream:
-    """A whole response as the SDK events a stream of it would have carried.
-
-    Lets a non-streamed response go through the stream mapper unchanged; it
-    holds no connection, so `close` has nothing to release.
-    """
-
-    def __init__(self, events: Iterable[Any]) -> None:
-        self._events = list(events)
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._replay()
-
-    async def _replay(self) -> AsyncIterator[Any]:
-        for event in self._events:
-            yield event
-
-    async def close(self) -> None:
-        """Nothing to release (the HTTP response was read whole)."""
+__all__ = ["EventMapper", "ProviderModel"]
 
 
 class EventMapper(Protocol):
@@ -216,7 +151,7 @@ class ProviderModel(Model):
         whole (``stream=False``, or after the server refused to stream with
         tools) yields the same chunks, all at once when the response is in.
         """
-        events = await self._open_adapting(request)
+        events, probing = await self._open_adapting(request)
         mapper = self._new_mapper(request)
         iterator = aiter(events)
         called = False
@@ -238,9 +173,14 @@ class ProviderModel(Model):
                 if isinstance(iterator, AsyncGenerator):
                     await iterator.aclose()
                 await events.close()
+        if probing and called:
+            self._learned.streaming_with_tools = True  # it streamed a tool call
 
-    async def _open_adapting(self, request: ModelRequest) -> SDKStream:
+    async def _open_adapting(self, request: ModelRequest) -> tuple[SDKStream, bool]:
         """Open the request, adapting once to each refusal the server can make.
+
+        Returns the events and whether this was a streamed request with tools
+        while streaming with tools is unproven (its tool calls prove it).
 
         seed 004: a provider that rejects ``parallel_tool_calls`` must not cause
         a 400 loop, and neither must one that refuses to stream with tools.
@@ -253,21 +193,27 @@ class ProviderModel(Model):
         while True:
             send_flag = with_tools and self.sends_parallel_flag
             streamed = self._streams(with_tools=with_tools)
+            probing = (
+                streamed and with_tools and self._learned.streaming_with_tools is None
+            )
             try:
                 events = await self._open(request, send_flag=send_flag, stream=streamed)
+                if not probing:
+                    return events, False
+                peeked = await peek(events)
             except Exception as exc:
                 mapped = self._map_error(exc)
                 if mapped is None:
                     raise
-                if not self._learn(exc, mapped, send_flag, streamed and with_tools):
+                if not self._learn(exc, mapped, send_flag, probing):
                     raise mapped from exc
                 continue
-            if streamed and with_tools:
-                self._learned.streaming_with_tools = True
-            return events
+            if peeked is not None:
+                return peeked, True
+            self._refused_streaming("it ended the stream before sending anything")
 
     def _learn(
-        self, exc: Exception, mapped: ModelError, send_flag: bool, streamed_tools: bool
+        self, exc: Exception, mapped: ModelError, send_flag: bool, probing: bool
     ) -> bool:
         """Record what `exc` refused, if it is a refusal we can adapt to; True if so."""
         if send_flag and names_parameter(mapped, self._flag_name):
@@ -277,34 +223,30 @@ class ProviderModel(Model):
                 "retrying once without it, and never sending it to this model again"
             )
             return True
-        unconfirmed = self._learned.streaming_with_tools is None
-        if streamed_tools and unconfirmed and refuses_streaming(exc, mapped):
-            self._learned.streaming_with_tools = False
-            self._warn(
-                f"{self._name}: the server refused to stream a response with tools"
-                f" ({mapped}); sending requests with tools to this model whole from"
-                " now on (no streaming overlap: tools start when the response is in)"
-            )
+        if probing and refuses_streaming(exc, mapped):
+            self._refused_streaming(f"it answered {mapped}")
             return True
         return False
 
+    def _refused_streaming(self, how: str) -> None:
+        self._learned.streaming_with_tools = False
+        self._warn(
+            f"{self._name}: the server refused to stream a response with tools"
+            f" ({how}); sending requests with tools to this model whole from now"
+            " on (no streaming overlap: tools start when the response is in)"
+        )
+
     def _warn(self, message: str) -> None:
-        event = WarningEvent(message)
-        sink = _SINK.get()
-        if self._on_warning is not None:
-            self._on_warning(event)
-        if sink is not None:
-            sink(event)
-        if self._on_warning is None and sink is None:
-            logger.warning("%s", message)
+        deliver_warning(message, self._on_warning)
 
 
 def _tool_use_if_called(chunk: StreamChunk, called: bool) -> StreamChunk:
     """The stream's end, saying TOOL_USE if it ended a turn that made tool calls.
 
-    OpenAI-compatible servers (llama-cpp-python among them) send
-    ``finish_reason: "stop"`` on a response with tool calls; the calls are what
-    the model did, so the neutral reason follows them. The raw string is kept.
+    OpenAI-compatible servers send ``finish_reason: "stop"`` on a response
+    with tool calls (llama-cpp-python does when a forced tool call streams);
+    the calls are what the model did, so the neutral reason follows them. The
+    raw string is kept.
     """
     if not isinstance(chunk, StreamEnd) or not called:
         return chunk

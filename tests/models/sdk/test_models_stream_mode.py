@@ -15,12 +15,13 @@ import logging
 from typing import Any
 
 import pytest
-from models_loopback import FIXTURES, JsonReply, LoopbackServer, fixture
+from models_loopback import FIXTURES, JsonReply, LoopbackServer, SseReply, fixture
 from models_sdk_cases import CASE_IDS, CASES, Case
 
 from toolweave import (
     AuthenticationError,
     BadRequestError,
+    ModelConnectionError,
     ModelError,
     ModelServerError,
     PromptTooLongError,
@@ -30,6 +31,7 @@ from toolweave.events import Warning as WarningEvent
 from toolweave.messages import Message, ModelResponse
 from toolweave.models import (
     Capabilities,
+    ChunkAggregator,
     Model,
     ModelRequest,
     StreamChunk,
@@ -115,8 +117,6 @@ async def test_a_whole_response_maps_exactly_as_its_stream(
 
 
 def _aggregate(chunks: list[StreamChunk]) -> ModelResponse:
-    from toolweave.models import ChunkAggregator
-
     aggregator = ChunkAggregator()
     for chunk in chunks:
         aggregator.add(chunk)
@@ -165,6 +165,55 @@ async def test_a_refusal_to_stream_with_tools_is_learned_once_and_warned_once(
     assert learned.streams_with_tools is False
     assert learned.streams_without_tools is True
     assert learned.streaming_with_tools_confirmed is False
+
+
+async def test_a_stream_ended_before_its_first_event_is_a_refusal(
+    case: Case, server: LoopbackServer
+) -> None:
+    """llama-cpp-python 0.3's way: HTTP 200, then the stream ends with no event at all."""
+    warnings: list[WarningEvent] = []
+    server.script(SseReply(""), whole(case, "tools"), whole(case, "tools"))
+    async with case.open(server, on_warning=warnings.append) as model:
+        first = await model.complete(WITH_TOOLS)
+        await model.complete(WITH_TOOLS)
+    assert len(first.tool_calls) == 3
+    assert [streamed(r.body) for r in server.requests] == [True, False, False]
+    assert len(warnings) == 1 and "before sending anything" in warnings[0].message
+
+
+async def test_a_streamed_text_answer_does_not_prove_streaming_with_tools(
+    case: Case, server: LoopbackServer
+) -> None:
+    """llama-cpp-python streams a text answer and refuses only once the model picks a tool."""
+    server.script(fixture(case.fixtures, "text"), SseReply(""), whole(case, "tools"))
+    async with case.open(server, on_warning=lambda event: None) as model:
+        await model.complete(WITH_TOOLS)
+        assert not model.capabilities.streaming_with_tools_confirmed  # type: ignore[attr-defined]
+        response = await model.complete(WITH_TOOLS)
+    assert len(response.tool_calls) == 3
+    assert [streamed(r.body) for r in server.requests] == [True, True, False]
+
+
+async def test_an_empty_stream_after_streaming_was_proven_is_a_connection_error(
+    case: Case, server: LoopbackServer
+) -> None:
+    server.script(fixture(case.fixtures, "tools"), SseReply(""))
+    async with case.open(server) as model:
+        await model.complete(WITH_TOOLS)
+        with pytest.raises(ModelConnectionError):
+            await model.complete(WITH_TOOLS)
+        assert model.capabilities.streams_with_tools  # type: ignore[attr-defined]
+    assert len(server.requests) == 2
+
+
+async def test_an_empty_stream_without_tools_is_a_connection_error(
+    case: Case, server: LoopbackServer
+) -> None:
+    server.script(SseReply(""))
+    async with case.open(server) as model:
+        with pytest.raises(ModelConnectionError):
+            await model.complete(NO_TOOLS)
+    assert len(server.requests) == 1
 
 
 # Each server words it its own way: a refusal is recognised by what it is (an
