@@ -40,7 +40,11 @@ async def test_children_fan_out_under_the_parent_cap() -> None:
     peak = 0
     release = anyio.Event()
 
-    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    @tool(
+        concurrency=Concurrency.SAFE,
+        access=lambda a: Access(),
+        access_bound=Access(),  # touches nothing shared: children may overlap
+    )
     async def work(task: str) -> str:
         """Child work that waits for the test."""
         nonlocal running, peak

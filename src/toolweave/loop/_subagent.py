@@ -1,7 +1,9 @@
 """Sub-agents: a tool that runs a child Agent as one call (seed 004 fan-out/fan-in).
 
-Several sub-agent calls in one response fan out under the parent Dispatcher's
-caps like any SAFE tool; each child has its own tools, budget and timeout. A
+A sub-agent call claims the union of what its tools may touch (fail closed), so
+read-only children fan out under the parent Dispatcher's caps while a child that
+can write runs exclusive against every call it conflicts with; each child has its
+own tools, budget and timeout. A
 child that fails, runs out of budget or time gives an *error* result whose text
 starts with ``[sub-agent failed]``; its siblings' results are unaffected.
 """
@@ -19,7 +21,7 @@ from pydantic import BaseModel, Field
 from .._exceptions import ConfigError, ToolError, ToolTimeoutError
 from ..events import CompletionReason, Event, IterationStarted, ToolUseStarted
 from ..models import Model, resolve_model
-from ..tools import Concurrency, Interrupt, Tool, ToolContext, ToolRegistry
+from ..tools import Access, Concurrency, Interrupt, Tool, ToolContext, ToolRegistry
 from ._agent import Agent
 from ._config import AgentConfig
 from ._result import RunResult
@@ -65,14 +67,16 @@ class SubAgentTool(Tool):
         system: str | None,
         config: AgentConfig,
         timeout: float,
-        concurrency: Concurrency,
+        concurrency: Concurrency | None,
         interrupt: Interrupt,
     ) -> None:
+        self._exclusive = concurrency is Concurrency.SEQUENTIAL
         super().__init__(
             name=name,
             description=description,
             input_model=SubAgentInput,
-            concurrency=concurrency,
+            concurrency=self._concurrency,
+            access=self._access,
             interrupt=interrupt,
             timeout=timeout + 2 * _GRACE,  # the child reports its own timeout first
             max_result_chars=None,
@@ -89,6 +93,30 @@ class SubAgentTool(Tool):
         """Seconds a child may run."""
         self.results: list[RunResult] = []
         """The result of every child run, in completion order (for inspection)."""
+
+    def bound_access(self) -> Access:
+        """The union of the child's tools' bounds (read when the call is scheduled).
+
+        Declared SEQUENTIAL: a barrier. Tools registered later are seen by the
+        next call, since the union is taken each time.
+        """
+        if self._exclusive:
+            return Access.barrier()
+        reads: dict[str, None] = {}
+        writes: dict[str, None] = {}
+        for child_tool in self.child_tools:
+            bound = child_tool.bound_access()
+            reads.update(dict.fromkeys(bound.reads))
+            writes.update(dict.fromkeys(bound.writes))
+        return Access(reads=reads, writes=writes)
+
+    def _access(self, args: dict[str, Any]) -> Access:
+        del args  # the child's calls are not known yet: claim all it could make
+        return self.bound_access()
+
+    def _concurrency(self, args: dict[str, Any]) -> Concurrency:
+        """SAFE only if no child tool can write anything."""
+        return Concurrency.SEQUENTIAL if self._access(args).writes else Concurrency.SAFE
 
     def _child(self, ctx: ToolContext) -> Agent:
         """A fresh child; it saves large results in a folder of the parent's results dir.
@@ -159,7 +187,7 @@ def subagent(
     system: str | None = None,
     config: AgentConfig | None = None,
     timeout: float = 300.0,
-    concurrency: Concurrency = Concurrency.SAFE,
+    concurrency: Concurrency | None = None,
     interrupt: Interrupt = Interrupt.CANCEL,
 ) -> SubAgentTool:
     """A tool that delegates a task to a child Agent with its own tools, budget and timeout.
@@ -169,9 +197,11 @@ def subagent(
     seconds passing) is an error result beginning with ``[sub-agent failed]``.
     The child's usage and cost are added to the parent run's.
 
-    Sub-agents are SAFE by default, so several calls in one response run at
-    once under the parent's caps; declare ``Concurrency.SEQUENTIAL`` if the
-    child's tools write shared state.
+    Scheduling fails closed: a call claims the union of its tools'
+    `Tool.bound_access` (what any of their calls may touch). Children whose
+    tools only read run at once under the parent's caps; a child whose tools
+    can write (or declare no bound) is SEQUENTIAL and runs exclusive against
+    every call it conflicts with.
 
     Args:
         name: The tool's name.
@@ -181,7 +211,9 @@ def subagent(
         system: The child's system prompt.
         config: The child's config (its own budgets); None = defaults.
         timeout: Seconds a child may run before it is stopped.
-        concurrency: How the call schedules against its siblings.
+        concurrency: None (default) derives it from the tools as above;
+            ``Concurrency.SEQUENTIAL`` makes every call a barrier.
+            ``Concurrency.SAFE`` cannot loosen the derived claim (fail closed).
         interrupt: CANCEL (default) stops the child on a user interrupt.
     """
     if timeout <= 0:

@@ -137,6 +137,7 @@ def tool(
     description: str | None = None,
     concurrency: ConcurrencySpec = Concurrency.SEQUENTIAL,
     access: AccessSpec | None = None,
+    access_bound: Access | None = None,
     interrupt: Interrupt = Interrupt.BLOCK,
     timeout: float | None = None,
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
@@ -157,6 +158,7 @@ def tool(
     description: str | None = None,
     concurrency: ConcurrencySpec = Concurrency.SEQUENTIAL,
     access: AccessSpec | None = None,
+    access_bound: Access | None = None,
     interrupt: Interrupt = Interrupt.BLOCK,
     timeout: float | None = None,
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
@@ -181,6 +183,8 @@ def tool(
             Concurrency or a bool. SEQUENTIAL unless said otherwise.
         access: The Access every call claims, or a callable of the validated input
             returning it.
+        access_bound: The most any call may touch, whatever its input (lets a
+            sub-agent holding this tool overlap with others; see `Tool.bound_access`).
         interrupt: CANCEL or BLOCK on user interrupt.
         timeout: Seconds before the call fails with a timeout; None = config default.
         max_result_chars: Longer results are persisted and previewed; None = never.
@@ -218,6 +222,7 @@ def tool(
             description=description,
             concurrency=concurrency,
             access=access,
+            access_bound=access_bound,
             interrupt=interrupt,
             timeout=timeout,
             max_result_chars=max_result_chars,

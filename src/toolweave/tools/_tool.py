@@ -78,6 +78,7 @@ class Tool:
         input_model: type[BaseModel],
         concurrency: ConcurrencySpec = Concurrency.SEQUENTIAL,
         access: AccessSpec | None = None,
+        access_bound: Access | None = None,
         interrupt: Interrupt = Interrupt.BLOCK,
         timeout: float | None = None,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
@@ -100,6 +101,10 @@ class Tool:
         """A Concurrency, or a callable of the validated input."""
         self.access = access
         """An Access, or a callable of the validated input returning one; None = undeclared."""
+        self.access_bound = access_bound
+        """The most any call of this tool touches, whatever its input; None = unknown.
+
+        Read by `bound_access` (what a sub-agent holding this tool claims)."""
         self.interrupt = interrupt
         """What a running call does on user interrupt."""
         self.timeout = timeout
@@ -183,6 +188,33 @@ class Tool:
         report_declaration_error(
             self.name, "access", f"it returned {access!r}, not an Access"
         )
+        return Access.barrier()
+
+    def bound_access(self) -> Access:
+        """What any call of this tool may touch, whatever its input. Fail closed.
+
+        Used where the input is not known yet: a sub-agent call claims the union
+        of its tools' bounds. The declared `access_bound` if any; else a SAFE
+        tool's constant `access` (undeclared: it reads everything, as the gate
+        treats its calls); else a SEQUENTIAL tool's constant `access` if it
+        writes something. Anything else (input-dependent concurrency, an
+        input-dependent access with no bound, a SEQUENTIAL tool claiming no
+        write) writes everything.
+        """
+        if self.access_bound is not None:
+            return self.access_bound
+        spec = self.access
+        if self.concurrency is Concurrency.SAFE:
+            if spec is None:
+                return Access.read_all()
+            if isinstance(spec, Access):
+                return spec
+        if (
+            self.concurrency is Concurrency.SEQUENTIAL
+            and isinstance(spec, Access)
+            and spec.writes
+        ):
+            return spec
         return Access.barrier()
 
     # -- lifecycle hooks a tool may override ---------------------------------

@@ -31,6 +31,7 @@ class WrappedTool(Tool):
             "input_model": inner.input_model,
             "concurrency": inner.concurrency,
             "access": inner.access,
+            "access_bound": inner.access_bound,
             "interrupt": inner.interrupt,
             "timeout": inner.timeout,
             "max_result_chars": inner.max_result_chars,
@@ -57,6 +58,10 @@ class WrappedTool(Tool):
     def access_for(self, args: dict[str, Any]) -> Access | None:
         """The inner tool's access claims."""
         return self.inner.access_for(args)
+
+    def bound_access(self) -> Access:
+        """The inner tool's bound."""
+        return self.inner.bound_access()
 
     @property
     def needs_prepare(self) -> bool:

@@ -55,6 +55,7 @@ class _FileChangeTool(Tool):
         super().__init__(
             concurrency=Concurrency.SEQUENTIAL,
             access=self._access,
+            access_bound=Access(writes=(Workspace.key(self.workspace.root),)),
             interrupt=Interrupt.BLOCK,
             runs_in_thread=True,
             **options,

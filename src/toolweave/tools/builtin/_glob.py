@@ -59,6 +59,7 @@ class GlobTool(Tool):
             input_model=GlobInput,
             concurrency=Concurrency.SAFE,
             access=self._access,
+            access_bound=Access(reads=(Workspace.key(self.workspace.root),)),
             interrupt=Interrupt.CANCEL,
             # The walk runs on a worker thread but checks for cancellation at
             # each directory, so a cancel does stop it: the gate may overlap it.

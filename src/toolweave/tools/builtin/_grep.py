@@ -99,6 +99,11 @@ class GrepTool(Tool):
             input_model=GrepInput,
             concurrency=Concurrency.SAFE,
             access=self._access,
+            access_bound=Access(
+                reads=(Workspace.key(self.workspace.root), "proc:rg")
+                if self.ripgrep
+                else (Workspace.key(self.workspace.root),)
+            ),
             interrupt=Interrupt.CANCEL,
         )
 

@@ -119,6 +119,7 @@ class ReadTool(Tool):
             input_model=ReadInput,
             concurrency=Concurrency.SAFE,
             access=self._access,
+            access_bound=Access(reads=(Workspace.key(self.workspace.root),)),
             interrupt=Interrupt.BLOCK,
             runs_in_thread=True,
             max_result_chars=None,  # pages instead (see DEFAULT_CHAR_LIMIT)

@@ -91,6 +91,7 @@ class TodoWriteTool(Tool):
             input_model=TodoWriteInput,
             concurrency=Concurrency.SEQUENTIAL,
             access=lambda args: Access(writes=(TODO_KEY,)),
+            access_bound=Access(writes=(TODO_KEY,)),
             interrupt=Interrupt.BLOCK,
         )
 
@@ -121,6 +122,7 @@ class TodoReadTool(Tool):
             input_model=TodoReadInput,
             concurrency=Concurrency.SAFE,
             access=lambda args: Access(reads=(TODO_KEY,)),
+            access_bound=Access(reads=(TODO_KEY,)),
             interrupt=Interrupt.BLOCK,
         )
 

@@ -84,6 +84,7 @@ class WebFetchTool(Tool):
             input_model=WebFetchInput,
             concurrency=Concurrency.SAFE,
             access=_access,
+            access_bound=Access(reads=("net:",)),
             interrupt=Interrupt.CANCEL,
             timeout=timeout + 5,
         )
