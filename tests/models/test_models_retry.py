@@ -178,7 +178,12 @@ async def test_fallback_after_n_consecutive_overloads(
 
 async def test_the_overload_count_resets_on_any_other_outcome(unit: float) -> None:
     primary = ScriptedModel(
-        [OverloadedError("529"), ModelServerError("500"), OverloadedError("529"), OK],
+        [
+            OverloadedError("529"),
+            ModelConnectionError("reset"),
+            ModelServerError("500"),
+            OK,
+        ],
         name="primary",
     )
     fallback = ScriptedModel([], name="fallback")
@@ -190,6 +195,42 @@ async def test_the_overload_count_resets_on_any_other_outcome(unit: float) -> No
     ).complete(HELLO)
     assert response.model == "primary"  # never two overloads in a row
     primary.assert_complete()
+
+
+@pytest.mark.parametrize(
+    "failures",
+    [
+        [ModelServerError("500"), ModelServerError("502")],
+        [ModelServerError("500"), OverloadedError("529")],
+        [RateLimitedError("429"), ModelServerError("504")],
+    ],
+    ids=["500-502", "500-529", "429-504"],
+)
+async def test_server_errors_count_toward_the_fallback_like_overload(
+    unit: float, failures: list[ModelError]
+) -> None:
+    """Seed 002 §10(b): 5xx counts like 529; two in a row reach fallback_after=2."""
+    primary = ScriptedModel(failures, name="primary")
+    fallback = ScriptedModel([OK], name="fallback")
+    infos: list[RetryInfo] = []
+    policy = RetryPolicy(
+        fallback_after=2, max_attempts=5, initial_delay=unit, jitter=0.0
+    )
+    model = RetryingModel(
+        primary, fallbacks=[fallback], policy=policy, on_retry=infos.append
+    )
+    response = await model.complete(HELLO)
+    assert response.model == "fallback"
+    assert [i.fallback for i in infos] == [False, True]
+    primary.assert_complete()
+    assert model.statistics() == RetryStatistics(calls=1, retries=2, fallbacks=1)
+
+
+async def test_a_single_server_error_switches_at_the_default_threshold() -> None:
+    primary = ScriptedModel([ModelServerError("500")], name="primary")
+    fallback = ScriptedModel([OK], name="fallback")
+    response = await RetryingModel(primary, fallbacks=[fallback]).complete(HELLO)
+    assert response.model == "fallback"
 
 
 async def test_default_threshold_switches_on_the_first_overload() -> None:
@@ -204,7 +245,8 @@ async def test_default_threshold_switches_on_the_first_overload() -> None:
 
 
 async def test_a_spent_budget_switches_to_the_fallback(unit: float) -> None:
-    primary = ScriptedModel([ModelServerError("500")] * 3, name="primary")
+    # connection failures never count toward fallback_after: only the budget switches
+    primary = ScriptedModel([ModelConnectionError("reset")] * 3, name="primary")
     fallback = ScriptedModel([OK], name="fallback")
     policy = RetryPolicy(max_attempts=3, initial_delay=unit, jitter=0.0)
     response = await RetryingModel(

@@ -2,8 +2,10 @@
 
 seed 002 §10: the server's Retry-After first, clamped so a hostile header cannot
 park a worker; exponential backoff with jitter otherwise; switch to the next
-model after N *consecutive* overload/rate-limit failures, or when the
-same-model retry budget is spent, resetting the count on any other outcome.
+model after N *consecutive* overload/rate-limit/server (5xx) failures, or when
+the same-model retry budget is spent, resetting the count on any other outcome
+(a connection failure, a success). Seed 002 §10(b) maps 5xx like 529: a server
+failing on its side is a reason to try another model, as overload is.
 It is itself a `Model`, so plain (`complete`) and streaming calls share it.
 """
 
@@ -16,11 +18,20 @@ from typing import final
 
 import anyio
 
-from .._exceptions import ConfigError, ModelError, OverloadedError, RateLimitedError
+from .._exceptions import (
+    ConfigError,
+    ModelError,
+    ModelServerError,
+    OverloadedError,
+    RateLimitedError,
+)
 from ..events import Retry
 from ._base import Model, ModelRequest, StreamChunk, StreamEnd, StreamRestart
 
 __all__ = ["RetryInfo", "RetryPolicy", "RetryStatistics", "RetryingModel"]
+
+_ACTIVATING = (RateLimitedError, OverloadedError, ModelServerError)
+"""Failures that count toward the fallback threshold (429, 529/503, other 5xx)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +59,7 @@ class RetryPolicy:
     max_retry_after: float = 60.0
     """Cap on a server's Retry-After."""
     fallback_after: int = 1
-    """Consecutive overload/rate-limit failures before switching to the next model."""
+    """Consecutive overload, rate-limit or server (5xx) failures before switching model."""
     seed: int | None = None
     """Seeds the jitter, for reproducible schedules in tests."""
 
@@ -218,7 +229,7 @@ class RetryingModel(Model):
         if not failure.retryable:
             raise failure
         policy = self._policy
-        activating = isinstance(failure, RateLimitedError | OverloadedError)
+        activating = isinstance(failure, _ACTIVATING)
         run.consecutive = run.consecutive + 1 if activating else 0
         spent = run.on_model >= policy.max_attempts
         has_next = run.index + 1 < len(self._models)
