@@ -60,8 +60,9 @@ class OpenAIChatModel(ProviderModel):
         base_url: Another endpoint, such as an OpenAI-compatible server's ``/v1``.
         compatible: The server is an OpenAI-compatible one, not OpenAI: the
             capability table then sends no ``parallel_tool_calls`` unless
-            `supports_parallel_tool_calls` says otherwise, and the output cap
-            goes in ``max_tokens``.
+            `supports_parallel_tool_calls` says otherwise, the output cap
+            goes in ``max_tokens``, and an assistant turn that only called
+            tools is sent with content "" (llama-cpp-python rejects null).
         max_tokens_field: Overrides where the output cap goes.
         include_usage: Ask for the final usage chunk (some old servers reject it).
         stream: Stream responses (default). False sends every request whole:
@@ -128,6 +129,7 @@ class OpenAIChatModel(ProviderModel):
             send_flag=send_flag,
             max_tokens_field=self._max_tokens_field,
             include_usage=self._include_usage and stream,
+            empty_content="" if self._provider == "openai-compatible" else None,
         )
         if not stream:
             completion = await self._sdk().chat.completions.create(**params)

@@ -27,16 +27,23 @@ def chat_params(
     send_flag: bool,
     max_tokens_field: MaxTokensField = "max_completion_tokens",
     include_usage: bool = True,
+    empty_content: Literal[""] | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments for ``client.chat.completions.create(stream=True, **params)``.
+    """Keyword arguments for ``client.chat.completions.create(**params)``.
 
     ``parallel_tool_calls`` is sent only with tools and when `send_flag` says
     the model accepts it. Request metadata is not sent (the API stores it only
-    with ``store=true``).
+    with ``store=true``). `include_usage` asks a stream for its usage chunk
+    (never set it for a whole request: OpenAI rejects ``stream_options``
+    without ``stream``). `empty_content` is the content of an assistant turn
+    that only called tools: OpenAI takes null, llama-cpp-python's server
+    rejects null (HTTP 422/500 "Input should be a valid string") and takes "".
     """
     params: dict[str, Any] = {
         "model": model,
-        "messages": chat_messages(request.system, request.messages),
+        "messages": chat_messages(
+            request.system, request.messages, empty_content=empty_content
+        ),
         max_tokens_field: request.max_tokens,
     }
     if include_usage:
@@ -77,7 +84,10 @@ def image_url(image: Image) -> str:
 
 
 def chat_messages(
-    system: str | None, messages: Sequence[Message]
+    system: str | None,
+    messages: Sequence[Message],
+    *,
+    empty_content: Literal[""] | None = None,
 ) -> list[dict[str, Any]]:
     """The conversation as Chat Completions messages.
 
@@ -94,13 +104,13 @@ def chat_messages(
         if isinstance(message.content, str):
             out.append({"role": message.role, "content": message.content})
         elif message.role == "assistant":
-            out.append(_assistant(message))
+            out.append(_assistant(message, empty_content))
         else:
             out.extend(_user(message))
     return out
 
 
-def _assistant(message: Message) -> dict[str, Any]:
+def _assistant(message: Message, empty_content: Literal[""] | None) -> dict[str, Any]:
     calls = [
         {
             "id": b.id,
@@ -110,7 +120,10 @@ def _assistant(message: Message) -> dict[str, Any]:
         for b in message.blocks
         if isinstance(b, ToolCall)
     ]
-    entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    entry: dict[str, Any] = {
+        "role": "assistant",
+        "content": message.text or empty_content,
+    }
     if calls:
         entry["tool_calls"] = calls
     return entry
