@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 
 from toolweave._exceptions import ConfigError
-from toolweave.execution._audit import (
-    _code_files,
+from toolweave.execution._audit import Auditor, _settle, check_audit_mode
+from toolweave.execution._audit_hook import (
+    AuditScope,
+    Breach,
     _function_file,
-    _settle,
-    check_audit_mode,
+    _hook,
+    ensure_installed,
 )
-from toolweave.execution._audit_hook import AuditScope, Breach, _hook, ensure_installed
+from toolweave.execution._audit_hook import code_files as _code_files
 from toolweave.execution._audit_ops import Operation, classify_event
 from toolweave.execution._audit_rules import covers, effective_access, rule_broken
 from toolweave.execution._execute import Executed
@@ -211,28 +213,26 @@ def test_the_tools_own_code_files() -> None:
     del wrapped_fn
 
 
-def _scope(**kw: object) -> AuditScope:
-    base: dict[str, object] = {
-        "call_id": "c",
-        "tool": "t",
-        "concurrency": SAFE,
-        "access": Access(),
-        "enforce": True,
-        "code_files": frozenset({"/nowhere.py"}),
-    }
-    base.update(kw)
-    return AuditScope(**base)  # type: ignore[arg-type]
+@tool(name="t", concurrency=SAFE, access=Access())
+async def _elsewhere() -> None:
+    """A tool whose own code is not on the stack in these tests."""
+
+
+def _scope(*, enforce: bool = True) -> AuditScope:
+    scope = AuditScope("c", _elsewhere, {}, enforce)
+    scope._learn().files = frozenset({"/nowhere.py"})
+    return scope
 
 
 def test_settle_names_at_most_three_breaches_and_keeps_the_tools_error() -> None:
     scope = _scope()
     op = Operation("write", "open", "/x")
-    scope.breaches.extend(Breach(op, "r", "", True) for _ in range(5))
+    scope._learn().breaches.extend(Breach(op, "r", "", True) for _ in range(5))
     settled = _settle(scope, Executed(error="OSError: boom"))
     assert settled.error is not None
     assert "(and 2 more)" in settled.error
     assert settled.error.endswith("The tool then failed with: OSError: boom")
-    assert _settle(_scope(), Executed(output="fine")).output == "fine"
+    assert _settle(_scope(enforce=False), Executed(output="fine")).output == "fine"
 
 
 def test_the_source_falls_back_to_the_innermost_user_frame() -> None:
@@ -247,6 +247,16 @@ def test_the_source_falls_back_to_the_innermost_user_frame() -> None:
     assert scope.breaches[0].describe("t") == "t: open /x — " + scope.breaches[0].reason
 
 
+@pytest.mark.anyio
+async def test_an_auditor_that_is_off_only_awaits() -> None:
+    async def work() -> Executed:
+        return Executed(output="x")
+
+    auditor = Auditor("off")
+    result = await auditor.run(_elsewhere, None, {}, work(), None)  # type: ignore[arg-type]
+    assert result.output == "x"
+
+
 def test_the_hook_never_breaks_an_operation_for_its_own_fault() -> None:
     from toolweave.execution._audit_hook import current_scope
 
@@ -258,3 +268,34 @@ def test_the_hook_never_breaks_an_operation_for_its_own_fault() -> None:
         _hook("unrelated.event", ())
     finally:
         current_scope().reset(token)
+
+
+def test_audit_off_installs_no_hook() -> None:
+    """A hook can never be removed: with the audit off nothing is installed at all."""
+    import subprocess
+
+    program = """
+import anyio
+from toolweave.execution import ToolRunner
+from toolweave.execution import _audit_hook
+from toolweave.messages import ToolCall
+from toolweave.tools import Access, Concurrency, SessionState, ToolRegistry, tool
+
+@tool(concurrency=Concurrency.SAFE, access=Access())
+async def echo(text: str) -> str:
+    '''Echo.'''
+    return text
+
+async def main() -> None:
+    runner = ToolRunner(ToolRegistry([echo]), state=SessionState())
+    assert (await runner(ToolCall("c", "echo", {"text": "x"}))).text == "x"
+    print(_audit_hook._installed)
+    ToolRunner(ToolRegistry([echo]), state=SessionState(), audit="warn")
+    print(_audit_hook._installed)
+
+anyio.run(main)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["False", "True"]

@@ -11,7 +11,6 @@ operations are seen.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Literal, TypeAlias, get_args
 
@@ -20,7 +19,6 @@ from ..events import DeclarationViolation, Event
 from ..messages import ToolCall
 from ..tools import Tool
 from ._audit_hook import AuditScope, current_scope, ensure_installed
-from ._audit_rules import effective_access
 from ._execute import Executed, emit_safely
 
 __all__ = ["AuditMode", "Auditor", "check_audit_mode", "unaudited"]
@@ -62,24 +60,6 @@ def unaudited(sink: EventSink) -> EventSink:
     return call
 
 
-def _function_file(fn: object) -> str | None:
-    fn = getattr(fn, "func", fn)  # functools.partial
-    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
-    return getattr(code, "co_filename", None)
-
-
-@functools.lru_cache(maxsize=512)
-def _code_files(tool: Tool) -> frozenset[str]:
-    """The files holding the tool's own code (where its source line is looked for)."""
-    files: set[str | None] = set()
-    subject: object = tool
-    while subject is not None:
-        fn = getattr(subject, "fn", None) or getattr(type(subject), "call", None)
-        files.add(_function_file(fn))
-        subject = getattr(subject, "inner", None)  # a WrappedTool's tool
-    return frozenset(f for f in files if f is not None)
-
-
 class Auditor:
     """Runs calls under the declaration audit in one mode; the runner holds one.
 
@@ -87,11 +67,12 @@ class Auditor:
     seen from every thread and task the call's work runs on.
     """
 
-    __slots__ = ("mode",)
+    __slots__ = ("_enforce", "mode")
 
     def __init__(self, mode: AuditMode) -> None:
         self.mode = check_audit_mode(mode)
         """The audit mode."""
+        self._enforce = self.mode == "enforce"
         if self.mode != "off":
             ensure_installed()  # lazily: never while every runner has the audit off
 
@@ -112,30 +93,22 @@ class Auditor:
         """
         if self.mode == "off":
             return await work
-        concurrency = tool.concurrency_for(args)
-        scope = AuditScope(
-            call_id=call.id,
-            tool=tool.name,
-            concurrency=concurrency,
-            access=effective_access(concurrency, tool.access_for(args)),
-            enforce=self.mode == "enforce",
-            code_files=_code_files(tool),
-        )
+        scope = AuditScope(call.id, tool, args, self._enforce)
         token = _scope.set(scope)
         try:
             executed = await work
         finally:
             _scope.reset(token)
-            if on_event is not None:
+            if on_event is not None and scope.breaches:
                 _report(scope, on_event)
-        return _settle(scope, executed)
+        return _settle(scope, executed) if scope.breaches else executed
 
 
 def _report(scope: AuditScope, on_event: EventSink) -> None:
     for breach in scope.breaches:
         event = DeclarationViolation(
             scope.call_id,
-            scope.tool,
+            scope.tool.name,
             breach.op.action,
             breach.op.target,
             breach.source,
@@ -147,9 +120,9 @@ def _report(scope: AuditScope, on_event: EventSink) -> None:
 
 def _settle(scope: AuditScope, executed: Executed) -> Executed:
     """In enforce mode, a call with a breach fails with an error naming it."""
-    if not (scope.enforce and scope.breaches):
+    if not scope.enforce:
         return executed
-    shown = "; ".join(b.describe(scope.tool) for b in scope.breaches[:_MAX_SHOWN])
+    shown = "; ".join(b.describe(scope.tool.name) for b in scope.breaches[:_MAX_SHOWN])
     more = len(scope.breaches) - _MAX_SHOWN
     if more > 0:
         shown += f" (and {more} more)"

@@ -15,14 +15,15 @@ import contextvars
 import errno
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType
 
-from ..tools import Access, Concurrency
+from ..tools import Tool
+from ..tools._declaration_errors import silenced_declaration_errors
 from ._audit_ops import AUDITED_EVENTS, Operation, classify_event
-from ._audit_rules import rule_broken
+from ._audit_rules import effective_access, rule_broken
 
-__all__ = ["AuditScope", "Breach", "current_scope", "ensure_installed"]
+__all__ = ["AuditScope", "Breach", "code_files", "current_scope", "ensure_installed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,50 +45,106 @@ class Breach:
         return f"{tool}: {self.op.action} {self.op.target}{where} — {self.reason}"
 
 
-@dataclass(slots=True, eq=False)
+class _Findings:
+    """What one call's audit learned; made at its first checked operation."""
+
+    __slots__ = ("access", "breaches", "concurrency", "files", "private")
+
+    def __init__(self, tool: Tool, args: dict[str, object]) -> None:
+        with silenced_declaration_errors():  # the scheduler reported them already
+            self.concurrency = tool.concurrency_for(args)
+            declared = tool.access_for(args)
+        self.access = effective_access(self.concurrency, declared)
+        self.breaches: list[Breach] = []  # appended from any thread (atomic)
+        self.private: set[str] = set()
+        self.files: frozenset[str] | None = None
+
+
+_findings_lock = threading.Lock()
+
+
 class AuditScope:
     """The audit state of one running call.
 
-    `breaches` is appended from whichever thread the call's work runs on
-    (list appends are atomic); read it once the call is over.
+    Cheap to create, since every audited call pays it: what the call declared
+    is worked out at its first checked operation, from whichever thread that
+    runs on. Read `breaches` once the call is over.
     """
 
-    call_id: str
-    tool: str
-    concurrency: Concurrency
-    access: Access
-    enforce: bool
-    code_files: frozenset[str]
-    breaches: list[Breach] = field(default_factory=list)
-    private: set[str] = field(default_factory=set)
+    __slots__ = ("_findings", "args", "call_id", "enforce", "tool")
+
+    def __init__(
+        self, call_id: str, tool: Tool, args: dict[str, object], enforce: bool
+    ) -> None:
+        self.call_id = call_id
+        self.tool = tool
+        self.args = args
+        self.enforce = enforce
+        self._findings: _Findings | None = None
+
+    @property
+    def breaches(self) -> list[Breach]:
+        """The operations outside the declaration, in the order they were seen."""
+        findings = self._findings
+        return [] if findings is None else findings.breaches
+
+    def _learn(self) -> _Findings:
+        findings = self._findings
+        if findings is None:
+            with _findings_lock:  # two threads of one call may both get here first
+                findings = self._findings = self._findings or _Findings(
+                    self.tool, self.args
+                )
+        return findings
 
     def observe(self, op: Operation, frame: FrameType | None) -> None:
         """Check `op`; record a breach, and raise PermissionError if enforcing."""
+        findings = self._learn()
         if op.exclusive:  # a new file: nobody else saw it before
-            self.private.add(op.target)
+            findings.private.add(op.target)
             return
-        reason = rule_broken(op, self.concurrency, self.access, self.private)
+        reason = rule_broken(
+            op, findings.concurrency, findings.access, findings.private
+        )
         if reason is None:
             return
-        breach = Breach(op, reason, self._source(frame), self.enforce)
-        self.breaches.append(breach)
+        breach = Breach(op, reason, self._source(findings, frame), self.enforce)
+        findings.breaches.append(breach)
         if self.enforce:
             raise PermissionError(
-                errno.EACCES, f"Declaration audit: {breach.describe(self.tool)}"
+                errno.EACCES, f"Declaration audit: {breach.describe(self.tool.name)}"
             )
 
-    def _source(self, frame: FrameType | None) -> str:
+    def _source(self, findings: _Findings, frame: FrameType | None) -> str:
         """The innermost frame in the tool's own code (else the innermost outside the stdlib)."""
+        if findings.files is None:
+            findings.files = code_files(self.tool)
         fallback = ""
         while frame is not None:
-            code = frame.f_code
-            name = code.co_filename
-            if name in self.code_files:
+            name = frame.f_code.co_filename
+            if name in findings.files:
                 return f"{name}:{frame.f_lineno}"
             if not fallback and _is_user_file(name):
                 fallback = f"{name}:{frame.f_lineno}"
             frame = frame.f_back
         return fallback
+
+
+def _function_file(fn: object) -> str | None:
+    fn = getattr(fn, "func", fn)  # functools.partial
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    return getattr(code, "co_filename", None)
+
+
+def code_files(tool: Tool) -> frozenset[str]:
+    """The files holding the tool's own code (where its source line is looked for)."""
+    files: set[str | None] = set()
+    subject: object = tool
+    while subject is not None:
+        fn = getattr(subject, "fn", None) or getattr(type(subject), "call", None)
+        files.add(_function_file(fn))
+        subject = getattr(subject, "inner", None)  # a WrappedTool's tool
+    return frozenset(f for f in files if f is not None)
 
 
 _STDLIB = tuple(

@@ -39,11 +39,15 @@ _PYCACHE = "/__pycache__"
 _DEVICES = frozenset({"/dev/null"})
 
 
+_READ_ALL = Access.read_all()
+_BARRIER = Access.barrier()
+
+
 def effective_access(concurrency: Concurrency, declared: Access | None) -> Access:
     """What the scheduler assumed: undeclared SAFE reads all, SEQUENTIAL is a barrier."""
     if declared is not None:
         return declared
-    return Access.read_all() if concurrency is Concurrency.SAFE else Access.barrier()
+    return _READ_ALL if concurrency is Concurrency.SAFE else _BARRIER
 
 
 def _normal(key: str) -> str:

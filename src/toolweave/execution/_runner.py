@@ -262,9 +262,10 @@ class ToolRunner:
         )
         if self._on_event is not None:
             emit_safely(self._on_event, ToolRunning(call.id))
-        executed = await self._auditor.run(
-            tool, call, args, execute(tool, args, ctx, timeout), self._on_event
-        )
+        work = execute(tool, args, ctx, timeout)
+        if self._auditor.mode != "off":
+            work = self._auditor.run(tool, call, args, work, self._on_event)
+        executed = await work
         if executed.error is not None:
             return await self._failed(tool, call, args, executed, hooks)
         return await self._succeeded(tool, call, args, executed, hooks)

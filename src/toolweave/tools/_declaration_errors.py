@@ -6,7 +6,11 @@ import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["report_declaration_error", "reporting_declaration_errors"]
+__all__ = [
+    "report_declaration_error",
+    "reporting_declaration_errors",
+    "silenced_declaration_errors",
+]
 
 DeclarationErrorSink = Callable[[str], None]
 
@@ -35,6 +39,16 @@ def reporting_declaration_errors(sink: DeclarationErrorSink) -> Iterator[None]:
             sink(message)
 
     token = _sink.set(once)
+    try:
+        yield
+    finally:
+        _sink.reset(token)
+
+
+@contextmanager
+def silenced_declaration_errors() -> Iterator[None]:
+    """Within the block nobody is told (a second look at a declaration already reported)."""
+    token = _sink.set(None)
     try:
         yield
     finally:
