@@ -7,7 +7,8 @@ the workspace and reads one JSON object on stdin with ``hook_event_name``,
 
 * exit 0: success. A JSON object on stdout may decide: ``hookSpecificOutput``
   with ``permissionDecision`` (allow / deny / ask), ``permissionDecisionReason``,
-  ``updatedInput``, ``additionalContext``; ``decision`` ("approve" / "block")
+  ``updatedInput``, ``additionalContext``, ``updatedMCPToolOutput`` (PostToolUse
+  of a tool that allows it, e.g. MCP tools: its new output); ``decision`` ("approve" / "block")
   with ``reason``; ``continue: false`` with ``stopReason``.
 * exit 2: blocking. PreToolUse denies the call, Stop makes the model continue,
   PostToolUse passes stderr to the model; stderr is the reason.
@@ -176,6 +177,7 @@ def _post_decision(run: HookRun) -> PostToolUseDecision | None:
         )
     return PostToolUseDecision(
         additional_context=context or None,
+        replace_output=specific.get("updatedMCPToolOutput"),
         prevent_continuation=data.get("continue") is False,
         stop_reason=str(data.get("stopReason") or ""),
     )

@@ -80,7 +80,9 @@ class MCPTool(JSONSchemaTool):
     Readiness: while the server is not connected, `needs_prepare` is True and
     `prepare` starts it, so a cold start or a restart never holds a slot.
     A read-only tool is cancelled on interrupt (nothing is lost); a mutating one
-    runs to its end so the transcript records what it did.
+    runs to its end so the transcript records what it did. Its output is
+    replaceable: a PostToolUse hook's ``replace_output`` rewrites it, as Claude
+    Code's ``updatedMCPToolOutput`` does (redacting what a server returned).
     """
 
     def __init__(self, server: MCPServer, listed: mt.Tool) -> None:
@@ -95,6 +97,7 @@ class MCPTool(JSONSchemaTool):
             access=_access_spec(config, read_only=read_only),
             interrupt=Interrupt.CANCEL if read_only else Interrupt.BLOCK,
             timeout=config.timeout,
+            replaceable_output=True,
         )
         self.server = server
         """The server that runs this tool."""
