@@ -71,6 +71,14 @@ ModeOpt = Annotated[
         " denied unless the mode allows the call.",
     ),
 ]
+SandboxOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        help="How bash commands are confined: read-only, workspace-write (default)"
+        " or off. Commands proven read-only always run read-only.",
+    ),
+]
 ScriptedOpt = Annotated[
     Path | None,
     typer.Option(
@@ -108,6 +116,7 @@ def _options(
     mode: str | None,
     scripted: Path | None,
     stream: bool | None = None,
+    sandbox: str | None = None,
 ) -> RunOptions:
     if mode is not None and mode not in ("default", "accept_edits", "bypass", "plan"):
         raise ConfigError(
@@ -121,6 +130,7 @@ def _options(
         store=store,
         json=json,
         permission_mode=mode,
+        sandbox=sandbox,
         scripted=scripted,
     )
 
@@ -135,6 +145,7 @@ def run(
     permission_mode: ModeOpt = None,
     scripted: ScriptedOpt = None,
     stream: StreamOpt = None,
+    sandbox: SandboxOpt = None,
 ) -> None:
     """Run a coding agent on TASK over the current directory, live.
 
@@ -143,7 +154,16 @@ def run(
     """
     with _session_errors():
         code = start_session(
-            _options(model, base_url, store, json, permission_mode, scripted, stream),
+            _options(
+                model,
+                base_url,
+                store,
+                json,
+                permission_mode,
+                scripted,
+                stream,
+                sandbox=sandbox,
+            ),
             task,
         )
     raise typer.Exit(code)
@@ -173,11 +193,19 @@ def resume(
     permission_mode: ModeOpt = None,
     scripted: ScriptedOpt = None,
     stream: StreamOpt = None,
+    sandbox: SandboxOpt = None,
 ) -> None:
     """Continue a stored session. Calls cut off by a crash are never re-run."""
     with _session_errors():
         options = _options(
-            model, base_url, store, json, permission_mode, scripted, stream
+            model,
+            base_url,
+            store,
+            json,
+            permission_mode,
+            scripted,
+            stream,
+            sandbox=sandbox,
         )
         code = resume_session(options, session, prompt)
     raise typer.Exit(code)

@@ -62,6 +62,8 @@ class RunOptions:
     store: str | None = None
     json: bool = False
     permission_mode: str | None = None
+    sandbox: str | None = None
+    """``--sandbox``: overrides ``[sandbox] mode``."""
     scripted: Path | None = None
     interactive: bool | None = None
     """None: ask at the terminal only if stdin is one."""
@@ -73,6 +75,7 @@ class RunOptions:
             "base_url": self.base_url,
             "stream": self.stream,
             "store": self.store,
+            "sandbox": {"mode": self.sandbox},
         }
 
 
@@ -116,7 +119,10 @@ def _output(options: RunOptions) -> tuple[RunOutput, Console]:
 
 
 async def _tools(stack: AsyncExitStack, launch: _Launch) -> ToolRegistry:
-    tools: list[Tool] = list(coding_tools(launch.workspace))
+    sandbox = launch.loaded.settings.sandbox
+    tools: list[Tool] = list(
+        coding_tools(launch.workspace, sandbox=sandbox.mode, network=sandbox.network)
+    )
     configs = mcp_configs(launch.loaded.settings.mcp_servers, launch.workspace)
     if configs:
         toolset = await stack.enter_async_context(open_mcp_servers(configs))

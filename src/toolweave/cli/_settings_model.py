@@ -13,6 +13,7 @@ __all__ = [
     "HookSettings",
     "MCPServerSettings",
     "PermissionSettings",
+    "SandboxSettings",
     "Settings",
 ]
 
@@ -40,6 +41,19 @@ class PermissionSettings(BaseModel):
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+
+
+class SandboxSettings(BaseModel):
+    """``[sandbox]``: how the OS confines bash calls (see `SandboxMode`).
+
+    Calls proven read-only always run read-only; `mode` applies to the rest.
+    """
+
+    model_config = _STRICT
+
+    mode: Literal["read-only", "workspace-write", "off"] = "workspace-write"
+    network: bool = True
+    """False cuts the network of every confined bash call."""
 
 
 class HookCommand(BaseModel):
@@ -110,6 +124,7 @@ class Settings(BaseModel):
     """Extra system prompt appended to the coding agent's."""
     concurrency: ConcurrencySettings = ConcurrencySettings()
     permissions: PermissionSettings = PermissionSettings()
+    sandbox: SandboxSettings = SandboxSettings()
     hooks: HookSettings = HookSettings()
     mcp_servers: dict[str, MCPServerSettings] = {}
     budgets: BudgetSettings = BudgetSettings()

@@ -1,19 +1,20 @@
 """Start a process from a Landlock-restricted thread, and wait for it without blocking.
 
 Why a thread, and not ``preexec_fn`` or a helper program (measured with
-``bench/bench_sandbox.py``; numbers from the 2-core CI machine, toolweave
-imported so the parent is as big as a real agent):
+``bench/bench_sandbox.py`` on the shared 2-core CI machine, toolweave
+imported so the parent is as big as a real agent process):
 
-- ``preexec_fn`` makes `subprocess` use ``fork`` instead of ``vfork``. In a
-  process of this size the fork alone costs ~10 ms per spawn (page tables are
-  copied), so a no-op ``preexec_fn`` already misses the 5 ms target;
-- a helper (``python -I -S -m …`` applying Landlock, then ``exec``) costs an
-  interpreter start, ~8 ms;
+- ``preexec_fn`` makes `subprocess` use ``fork`` instead of ``vfork``: the
+  page tables of the whole parent are copied, +4 to +10 ms per spawn here,
+  growing with the parent's size;
+- a helper (``python -I … -c``, apply Landlock, ``exec``) costs an
+  interpreter start: +7 ms for a bare ``python -I -S``, ~0.5 s if it imports
+  toolweave;
 - Landlock restricts the *calling thread* and everything it starts later
   (``landlock_restrict_self`` and ``no_new_privs`` are per-thread), so a fresh
   thread that restricts itself and then calls `subprocess.Popen` gives a child
   that is confined from its first instruction, while `Popen` keeps its fast
-  ``vfork`` path. Cost: one thread start plus a few system calls, ~0.2-0.7 ms.
+  ``vfork`` path: about +1 ms per spawn (thread start, ruleset, hand-off).
 
 The thread exists only for the spawn and is never reused, so no other work
 ever runs restricted. `PopenProcess` then gives the `Popen` the small async
