@@ -26,6 +26,7 @@ needs 5.13), so both work on asyncio and trio and a wait can be cancelled.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import subprocess
 import threading
@@ -147,7 +148,11 @@ def _popen_restricted(
         except BaseException as exc:  # handed to the caller's thread
             failed.append(exc)
 
-    thread = threading.Thread(target=confined, name="toolweave-landlock-spawn")
+    # the caller's context goes along, so the declaration audit sees the spawn
+    context = contextvars.copy_context()
+    thread = threading.Thread(
+        target=context.run, args=(confined,), name="toolweave-landlock-spawn"
+    )
     thread.start()
     thread.join()
     if failed:
