@@ -21,7 +21,8 @@ from toolweave.tools import Concurrency, SandboxMode, SessionState
 from toolweave.tools.builtin import BashTool, conservative_read_only
 from toolweave.tools.builtin import _bash as bash_module
 from toolweave.tools.builtin import _sandbox as sandbox_module
-from toolweave.tools.builtin._sandbox import Backend, backend_available
+from toolweave.tools.builtin._sandbox import Backend, _landlock_rules, backend_available
+from toolweave.tools.builtin._sandbox_spawn import spawn_landlocked
 
 pytestmark = pytest.mark.anyio
 
@@ -163,6 +164,10 @@ GIT_TAMPERING = [
     "mv .git/config .git/config.bak && echo '[core]' > .git/config",
     "rm -rf .git/hooks",
     "echo x > .git/hooks/post-checkout.sample",
+    "rm -rf .git/hooks && ln -s .. .git/hooks",
+    "rm .git/config && mkdir .git/config && touch .git/config/x",
+    "chmod 000 .git/hooks/post-checkout.sample",
+    "mkdir .git/hooks/sub && echo x > .git/hooks/sub/pre-push",
 ]
 
 
@@ -343,3 +348,36 @@ async def test_a_forced_backend_that_is_missing_means_unconfined(
 )
 def test_conservative_core(command: str, core: bool) -> None:
     assert conservative_read_only(command) is core
+
+
+@pytest.fixture
+def landlock() -> None:
+    if not backend_available("landlock"):
+        pytest.skip("Landlock is not available here")
+
+
+@pytest.mark.usefixtures("landlock")
+async def test_a_confined_spawn_that_cannot_start_raises(root: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        await spawn_landlocked(
+            ["bash", "-c", "true"],
+            cwd=root / "missing",
+            env={},
+            rules=_landlock_rules(root, None),
+            block_tcp=False,
+        )
+
+
+@pytest.mark.usefixtures("landlock")
+async def test_closing_a_confined_process_kills_and_reaps_it(root: Path) -> None:
+    process = await spawn_landlocked(
+        ["sleep", "300"],
+        cwd=root,
+        env={},
+        rules=_landlock_rules(root, None),
+        block_tcp=False,
+    )
+    assert process.returncode is None
+    await process.aclose()
+    assert process.returncode == -9
+    await process.aclose()  # idempotent
