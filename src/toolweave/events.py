@@ -149,8 +149,10 @@ class ToolRunning:
     """A call actually began executing (its dependencies and slot were granted)."""
 
     call_id: str
-    """The call's id."""
+    """The call's id (models repeat ids: match the call by `key`)."""
     _: KW_ONLY
+    key: str = ""
+    """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
     at: float = field(default_factory=_now)
     """anyio time of the event."""
 
@@ -160,10 +162,12 @@ class ToolProgress:
     """A running tool reported progress. Delivered at once, in no particular order."""
 
     call_id: str
-    """The call's id."""
+    """The call's id (models repeat ids: match the call by `key`)."""
     message: str
     """What the tool said."""
     _: KW_ONLY
+    key: str = ""
+    """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
     fraction: float | None = None
     """Completion between 0 and 1, if the tool knows it."""
     at: float = field(default_factory=_now)
@@ -172,7 +176,10 @@ class ToolProgress:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultReady:
-    """A call finished. Emitted in completion order; match it by `result.call_id`."""
+    """A call finished. Emitted in completion order; match it by `call.key`.
+
+    (Not by `result.call_id`: models repeat ids, within a response and across turns.)
+    """
 
     call: ToolCall
     """The call."""

@@ -82,12 +82,16 @@ class Image:
 class ToolCall:
     """One tool_use block: the model asks for tool `name` with `input`.
 
-    `id` is the key every result is matched by; it is unique within a response
-    (providers that send empty or duplicate ids are repaired at the adapter).
+    `id` is the provider's id, kept as the model wrote it. It is *not* a key of
+    truth: models repeat ids (two calls with one id in a response; local servers
+    send ``call_0`` in every response). A result answers the call at its
+    position; inside toolweave a call is known by `key` (its iteration and
+    position), and duplicate ids are repaired only on the way to a provider
+    that requires unique ones (`toolweave.models.unique_call_ids`).
     """
 
     id: str
-    """The tool_use id."""
+    """The tool_use id, as the provider sent it (an empty one is filled at the adapter)."""
     name: str
     """The tool name as the model wrote it (may be an alias or a hallucination)."""
     input: Mapping[str, Any]
@@ -95,6 +99,19 @@ class ToolCall:
     _: KW_ONLY
     raw_arguments: str | None = None
     """Arguments as received when they were not valid JSON; the call then fails."""
+    key: str = field(default="", compare=False)
+    """toolweave's own identity of the call: ``"<iteration>.<position>"``, unique in its run.
+
+    Set by the agent loop as the call arrives; results, large-result previews,
+    events and the session store are keyed by it (the store adds the run). Empty
+    for a call made outside the loop (then `ref` falls back to `id`). Not part
+    of equality.
+    """
+
+    @property
+    def ref(self) -> str:
+        """The key to index this call by: `key`, or `id` when no key was set."""
+        return self.key or self.id
 
 
 ContentBlock: TypeAlias = Text | Image
@@ -103,7 +120,7 @@ ContentBlock: TypeAlias = Text | Image
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The answer to one `ToolCall`, keyed by its id.
+    """The answer to one `ToolCall`: the call at the same position, carrying its id.
 
     A result the runtime wrote because the call never ran (or was cut short)
     is `synthetic`, and always `is_error`: never an empty success.

@@ -119,7 +119,7 @@ def test_headless_chromium_draws_one_bar_per_call(tmp_path: Path) -> None:
     for db, sid, name in cases:
         page, _ = write_timeline(db, sid, tmp_path / f"{name}.html")
         records = db.calls(sid)
-        keys = {f"{c.run}/{c.iteration}/{c.call.id}/{c.attempt}" for c in records}
+        keys = {f"{c.run}/{c.iteration}/{c.call.ref}/{c.attempt}" for c in records}
         bars = bars_in(chromium(binary, page, "--dump-dom"))
         assert len(bars) == len(records) > 0
         assert {

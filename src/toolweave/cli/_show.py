@@ -91,8 +91,8 @@ def _preview(text: str, full: bool) -> str:
     )
 
 
-def _result_line(result: ToolResult, lost: set[str], full: bool) -> Text:
-    if result.call_id in lost:
+def _result_line(result: ToolResult, lost: list[ToolResult], full: bool) -> Text:
+    if result in lost:
         mark, style = "? interrupted, outcome unknown", "bold yellow"
     elif result.synthetic:
         mark, style = "⊘ synthetic", "magenta"
@@ -109,7 +109,9 @@ def _result_line(result: ToolResult, lost: set[str], full: bool) -> Text:
     return text
 
 
-def _message(message: Message, lost: set[str], full: bool) -> Iterator[RenderableType]:
+def _message(
+    message: Message, lost: list[ToolResult], full: bool
+) -> Iterator[RenderableType]:
     who = "user" if message.role == "user" else "assistant"
     style = "bold cyan" if who == "user" else "bold green"
     texts = [
@@ -145,7 +147,12 @@ def render_transcript(
             + (f" · {run.detail}" if run.detail else ""),
             style="dim",
         )
-    lost = {c.call.id for c in store.calls(session.id) if c.state is CallState.LOST}
+    # The stored answers of lost calls (not their ids: models repeat ids).
+    lost = [
+        c.result
+        for c in store.calls(session.id)
+        if c.state is CallState.LOST and c.result is not None
+    ]
     for message in store.messages(session.id):
         yield from _message(message, lost, full)
     yield Text(

@@ -41,9 +41,12 @@ class CallBar:
 
     @property
     def key(self) -> str:
-        """``run/iteration/call id/attempt``: unique within the session."""
+        """``run/iteration/call ref/attempt``: unique within the session.
+
+        The ref is the call's position key (`ToolCall.ref`): models repeat ids.
+        """
         r = self.record
-        return f"{r.run}/{r.iteration}/{r.call.id}/{r.attempt}"
+        return f"{r.run}/{r.iteration}/{r.call.ref}/{r.attempt}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,10 +106,10 @@ class TurnTracker:
 
     def _row(self, call: ToolCall) -> CallRow:
         turn = self._turn()
-        row = turn.rows.get(call.id)
+        row = turn.rows.get(call.ref)  # by position key: models repeat ids
         if row is None:
             access = self._describe(call) if self._describe is not None else None
-            row = turn.rows[call.id] = CallRow(call, access)
+            row = turn.rows[call.ref] = CallRow(call, access)
         return row
 
     def handle(self, event: Event) -> None:  # noqa: C901 - one branch per event kind
@@ -133,8 +133,9 @@ class TurnTracker:
             self._row(event.call).admitted = event.at
         elif isinstance(event, ToolRunning):
             turn = self._turn()
-            if event.call_id in turn.rows:
-                turn.rows[event.call_id].start = event.at
+            ref = event.key or event.call_id
+            if ref in turn.rows:
+                turn.rows[ref].start = event.at
         elif isinstance(event, ToolResultReady):
             row = self._row(event.call)
             row.end, row.result = event.at, event.result

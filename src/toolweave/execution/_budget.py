@@ -15,9 +15,14 @@ from ._persist import ReplacementLedger, replacement_text
 __all__ = ["enforce_batch_budget", "persist_if_large", "sticky"]
 
 
-def sticky(result: ToolResult, ledger: ReplacementLedger) -> ToolResult:
-    """`result` with the replacement it was given before, if any (prompt-cache stable)."""
-    text = ledger.get(result.call_id)
+def sticky(
+    result: ToolResult, ledger: ReplacementLedger, key: str | None = None
+) -> ToolResult:
+    """`result` with the replacement it was given before, if any (prompt-cache stable).
+
+    `key` is the call's key in `ledger` (default: the result's `call_id`).
+    """
+    text = ledger.get(result.call_id if key is None else key)
     if text is None or result.content == text:
         return result
     return dataclasses.replace(result, content=text)
@@ -30,11 +35,13 @@ async def persist_if_large(
     ledger: ReplacementLedger,
     results_dir: Path | None,
     preview_chars: int,
+    key: str | None = None,
 ) -> ToolResult:
     """Persist `result` if its text exceeds `threshold` (None = never); else return it.
 
     The file is written on a worker thread (a checkpoint). Results holding an
-    image are never persisted. The replacement is recorded in `ledger`.
+    image are never persisted. The replacement is recorded in `ledger` under
+    `key` (the call's `ToolCall.ref`; default: the result's `call_id`).
     """
     content = result.content
     if threshold is None or (isinstance(content, str) and len(content) <= threshold):
@@ -45,7 +52,7 @@ async def persist_if_large(
     replacement, _ = await anyio.to_thread.run_sync(
         replacement_text, results_dir, result.call_id, text, preview_chars
     )
-    ledger.record(result.call_id, replacement)
+    ledger.record(result.call_id if key is None else key, replacement)
     return dataclasses.replace(result, content=replacement)
 
 
@@ -64,18 +71,23 @@ def enforce_batch_budget(
     ledger: ReplacementLedger,
     results_dir: Path | None,
     preview_chars: int,
+    keys: Sequence[str] | None = None,
 ) -> list[ToolResult]:
     """Apply sticky replacements, then persist the largest results until under `budget`.
+
+    `keys` are the calls' keys in `ledger`, one per result (default: each
+    result's `call_id`); pass them whenever ids may repeat.
 
     Order of persistence: largest first, the earlier call on a tie. A result
     already replaced, holding an image, or whose replacement would not be
     shorter is left alone; if nothing is left to shrink the batch stays over
     budget. Writes files synchronously (blocking I/O, only when over budget).
     """
-    out = [sticky(r, ledger) for r in results]
+    refs = [r.call_id for r in results] if keys is None else list(keys)
+    out = [sticky(r, ledger, k) for r, k in zip(results, refs, strict=True)]
     sizes = [content_size(r.content) for r in out]
     total = sum(sizes)
-    skip = {i for i, r in enumerate(out) if r.call_id in ledger}
+    skip = {i for i, k in enumerate(refs) if k in ledger}
     while total > budget:
         index = _largest(sizes, skip)
         if index is None:
@@ -90,7 +102,7 @@ def enforce_batch_budget(
         )
         if len(replacement) >= sizes[index]:
             continue
-        ledger.record(result.call_id, replacement)
+        ledger.record(refs[index], replacement)
         out[index] = dataclasses.replace(result, content=replacement)
         total -= sizes[index] - len(replacement)
         sizes[index] = len(replacement)

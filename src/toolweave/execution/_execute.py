@@ -41,10 +41,11 @@ class ProgressReporter:
     behind) progress is dropped.
     """
 
-    __slots__ = ("_call_id", "_closed", "_on_event", "_thread", "_token")
+    __slots__ = ("_call_id", "_closed", "_key", "_on_event", "_thread", "_token")
 
-    def __init__(self, call_id: str, on_event: EventSink) -> None:
+    def __init__(self, call_id: str, on_event: EventSink, *, key: str = "") -> None:
         self._call_id = call_id
+        self._key = key
         self._on_event = on_event
         self._thread = threading.get_ident()
         self._token = anyio.lowlevel.current_token()
@@ -53,7 +54,8 @@ class ProgressReporter:
     def _emit(self, message: str, fraction: float | None) -> None:
         if not self._closed:
             emit_safely(
-                self._on_event, ToolProgress(self._call_id, message, fraction=fraction)
+                self._on_event,
+                ToolProgress(self._call_id, message, key=self._key, fraction=fraction),
             )
 
     def __call__(self, message: str, fraction: float | None) -> None:

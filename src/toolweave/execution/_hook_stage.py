@@ -81,13 +81,13 @@ async def run_pre_hooks(
         if decision is None:
             continue
         if decision.additional_context:
-            signals.add_context(call.id, decision.additional_context)
+            signals.add_context(call.ref, decision.additional_context)
         if decision.prevent_continuation:
             reason = (
                 decision.stop_reason
                 or f"a PreToolUse hook on {tool_name} stopped the run"
             )
-            signals.add_stop(call.id, reason)
+            signals.add_stop(call.ref, reason)
         if decision.permission is not None:
             verdict = _stricter(
                 verdict, HookVerdict(decision.permission, decision.reason)
@@ -140,7 +140,7 @@ async def run_post_hooks(
         )
         if decision is None:
             continue
-        _record(decision, data.call.id, data.tool_name, signals)
+        _record(decision, data.call.ref, data.tool_name, signals)
         if decision.replace_output is None:
             continue
         if replace is None:
@@ -165,4 +165,4 @@ async def run_failure_hooks(
             "PostToolUseFailure", fn, data, PostToolUseDecision, data.call.id
         )
         if decision is not None:
-            _record(decision, data.call.id, data.tool_name, signals)
+            _record(decision, data.call.ref, data.tool_name, signals)

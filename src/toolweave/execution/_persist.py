@@ -14,8 +14,8 @@ __all__ = [
     "persisted_notice",
     "replacement_text",
     "result_path",
+    "save_result",
     "truncated_notice",
-    "write_result_file",
 ]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -47,14 +47,30 @@ def result_path(results_dir: Path, call_id: str) -> Path:
     return results_dir / "tool-results" / f"{safe}.txt"
 
 
-def write_result_file(path: Path, text: str) -> None:
-    """Write `text` to `path` (UTF-8), creating its directory. Blocking I/O.
+def save_result(results_dir: Path, call_id: str, text: str) -> Path:
+    """Save `text` under a path of its own and return it. Blocking I/O.
+
+    The name comes from `call_id` (`result_path`); when that file exists (models
+    repeat ids: ``call_0`` in every turn, two calls with one id) the first free
+    ``<name>-2.txt``, ``-3`` … is taken. The file is created exclusively, so no
+    saved output is ever overwritten by a later call's, even from another
+    process sharing the directory.
 
     Raises:
         OSError: if the file cannot be written.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8", errors="replace")
+    first = result_path(results_dir, call_id)
+    first.parent.mkdir(parents=True, exist_ok=True)
+    path, n = first, 1
+    while True:
+        try:
+            with path.open("x", encoding="utf-8", errors="replace") as file:
+                file.write(text)
+        except FileExistsError:
+            n += 1
+            path = first.with_name(f"{first.stem}-{n}.txt")
+            continue
+        return path
 
 
 def persisted_notice(path: Path, text: str, preview_chars: int) -> str:
@@ -89,17 +105,20 @@ def replacement_text(
     if results_dir is None:
         why = "no results directory is configured"
         return truncated_notice(text, preview_chars, why), False
-    path = result_path(results_dir, call_id)
     try:
-        write_result_file(path, text)
+        path = save_result(results_dir, call_id, text)
     except OSError as exc:
-        why = f"saving it to {path} failed ({exc})"
+        why = f"saving it to {result_path(results_dir, call_id)} failed ({exc})"
         return truncated_notice(text, preview_chars, why), False
     return persisted_notice(path, text, preview_chars), True
 
 
 class ReplacementLedger:
-    """call id → the text that replaced its result, for as long as the session lives.
+    """call key → the text that replaced its result, for as long as the session lives.
+
+    Keyed by `ToolCall.ref` (the call's position key when the loop set one), never
+    by the provider's id alone: models repeat ids, and a later call must not be
+    shown an earlier call's preview.
 
     Sticky (seed 003 §4.6.2): once a result was replaced, every later request
     shows the same text, so the prompt prefix (and its cache) never changes.

@@ -117,16 +117,17 @@ class ToolRunner:
 
     @property
     def replacements(self) -> Mapping[str, str]:
-        """Call id → replacement text of every persisted result (read-only view)."""
+        """Call key (`ToolCall.ref`) → replacement text of every persisted result."""
         return self._ledger.view()
 
-    def replacement_for(self, call_id: str) -> str | None:
-        """The sticky replacement of `call_id`'s result, or None if it was never replaced.
+    def replacement_for(self, ref: str) -> str | None:
+        """The sticky replacement of the call `ref`'s result, or None if never replaced.
 
-        Re-render history with it: once replaced, a result must look the same in
-        every later request (prompt-cache stability, seed 003 §4.6.2).
+        `ref` is the call's `ToolCall.ref`: its key when the loop set one, else its
+        id. Re-render history with it: once replaced, a result must look the same
+        in every later request (prompt-cache stability, seed 003 §4.6.2).
         """
-        return self._ledger.get(call_id)
+        return self._ledger.get(ref)
 
     def statistics(self) -> RunnerStatistics:
         """Counters since creation."""
@@ -140,21 +141,29 @@ class ToolRunner:
         """
         return self._signals.take()
 
-    def finish_batch(self, results: Sequence[ToolResult]) -> list[ToolResult]:
+    def finish_batch(
+        self,
+        results: Sequence[ToolResult],
+        calls: Sequence[ToolCall] | None = None,
+    ) -> list[ToolResult]:
         """Enforce the batch's aggregate budget; returns the results to record.
 
-        Pass the batch's results in call order. Results replaced before keep
-        their replacement (sticky); then the largest are persisted until the
-        batch fits `batch_result_chars`. Writes files synchronously, and only
-        when over budget. Never raises.
+        Pass the batch's results in call order, and its `calls` (same order)
+        whenever ids may repeat: results are then known by each call's `ref`,
+        not by `call_id`. Results replaced before keep their replacement
+        (sticky); then the largest are persisted until the batch fits
+        `batch_result_chars`. Writes files synchronously, and only when over
+        budget. Never raises.
         """
-        self._signals.set_order([r.call_id for r in results])
+        keys = [r.call_id for r in results] if calls is None else [c.ref for c in calls]
+        self._signals.set_order(keys)
         return enforce_batch_budget(
             results,
             self._config.batch_result_chars,
             ledger=self._ledger,
             results_dir=self._state.results_dir,
             preview_chars=self._config.preview_chars,
+            keys=keys,
         )
 
     async def __call__(self, call: ToolCall) -> ToolResult:
@@ -230,7 +239,7 @@ class ToolRunner:
     def _context(self, call: ToolCall) -> tuple[ToolContext, ProgressReporter | None]:
         if self._progress_sink is None:
             return ToolContext(call, self._state), None
-        reporter = ProgressReporter(call.id, self._progress_sink)
+        reporter = ProgressReporter(call.id, self._progress_sink, key=call.key)
         return ToolContext(call, self._state, progress=reporter), reporter
 
     async def _run(self, call: ToolCall) -> ToolResult:
@@ -261,7 +270,7 @@ class ToolRunner:
             tool.timeout if tool.timeout is not None else self._config.default_timeout
         )
         if self._on_event is not None:
-            emit_safely(self._on_event, ToolRunning(call.id))
+            emit_safely(self._on_event, ToolRunning(call.id, key=call.key))
         work = execute(tool, args, ctx, timeout)
         if self._auditor.mode != "off":
             work = self._auditor.run(tool, call, args, work, self._on_event)
@@ -279,11 +288,9 @@ class ToolRunner:
         hooks: Hooks | None,
     ) -> ToolResult:
         """Map, persist, record a stop, then PostToolUse (or Failure for an error result)."""
-        result = await self._to_result(
-            tool, call.id, executed.output, executed.modifier
-        )
+        result = await self._to_result(tool, call, executed.output, executed.modifier)
         if executed.stop is not None:
-            self._signals.add_stop(call.id, executed.stop)
+            self._signals.add_stop(call.ref, executed.stop)
         if hooks is None:
             return result
         if result.is_error:
@@ -301,7 +308,7 @@ class ToolRunner:
             result=result,
         )
         replace = (
-            self._replacer(tool, call.id, executed) if tool.replaceable_output else None
+            self._replacer(tool, call, executed) if tool.replaceable_output else None
         )
         try:
             return await run_post_hooks(
@@ -344,7 +351,7 @@ class ToolRunner:
     async def _to_result(
         self,
         tool: Tool,
-        call_id: str,
+        call: ToolCall,
         output: object,
         modifier: Callable[[], object] | None,
     ) -> ToolResult:
@@ -352,7 +359,7 @@ class ToolRunner:
         content, is_error = to_content(output)
         if is_empty(content):
             content = empty_placeholder(tool.name)
-        result = ToolResult(call_id, content, is_error, context_modifier=modifier)
+        result = ToolResult(call.id, content, is_error, context_modifier=modifier)
         limit = tool.max_result_chars
         if limit is None:
             return result
@@ -364,14 +371,15 @@ class ToolRunner:
             results_dir=self._state.results_dir,
             # a preview never exceeds the threshold it stands in for
             preview_chars=max(1, int(min(self._config.preview_chars, threshold))),
+            key=call.ref,
         )
 
     def _replacer(
-        self, tool: Tool, call_id: str, executed: Executed
+        self, tool: Tool, call: ToolCall, executed: Executed
     ) -> Callable[[object], Awaitable[ToolResult]]:
         async def replace(output: object) -> ToolResult:
-            self._ledger.discard(call_id)
-            return await self._to_result(tool, call_id, output, executed.modifier)
+            self._ledger.discard(call.ref)
+            return await self._to_result(tool, call, output, executed.modifier)
 
         return replace
 

@@ -5,10 +5,17 @@ With streaming overlap, each complete tool call is offered to the iteration's
 Dispatcher's streaming batch opens (see `_eager`). When the gateway
 (`RetryingModel`) restarts a stream that died mid-way, the dead attempt's early
 calls are discarded — nothing of them is ever harvested (seed 002 §11.2).
+
+Every tool call gets its `ToolCall.key` here, as it arrives: ``"<iteration>.
+<position>"``, its position counted among the calls of this attempt — unique in
+the run, and the same in every run of the same conversation (transcripts stay
+byte-identical). Everything downstream (previews, events, the store) keys by
+it, never by the provider's id, which models repeat.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, final
 
@@ -102,7 +109,7 @@ class ModelCaller:
         span = self._start_span(request, parent)
         self._emit(ModelCallStarted(iteration, self.model.name, at=self._clock()))
         try:
-            response = await self._consume(request, eager)
+            response = await self._consume(request, eager, f"{iteration}.")
         except BaseException as exc:
             span.fail(type(exc).__name__, str(exc)[:200])
             span.end()
@@ -116,7 +123,7 @@ class ModelCaller:
         return response
 
     async def _consume(
-        self, request: ModelRequest, eager: EagerBatch | None
+        self, request: ModelRequest, eager: EagerBatch | None, prefix: str
     ) -> ModelResponse | None:
         aggregator = ChunkAggregator()
         chunks = self.model.stream(request)
@@ -125,7 +132,7 @@ class ModelCaller:
             # A provider's warnings (a refused flag, a server that will not
             # stream with tools) become events of this run.
             with forward_warnings(self._warning), self._control.halt_scope() as scope:
-                await self._pump(chunks, aggregator, eager)
+                await self._pump(chunks, aggregator, eager, prefix)
                 exhausted = True
             if scope.cancelled_caught:
                 return None
@@ -139,13 +146,20 @@ class ModelCaller:
         chunks: AsyncIterator[StreamChunk],
         aggregator: ChunkAggregator,
         eager: EagerBatch | None,
+        prefix: str,
     ) -> None:
+        position = 0
         async for chunk in chunks:
-            aggregator.add(chunk)  # resets itself on StreamRestart
             if isinstance(chunk, ToolUseReady):
+                call = dataclasses.replace(chunk.call, key=f"{prefix}{position}")
+                position += 1
+                aggregator.add(ToolUseReady(call, block=chunk.block))
                 if eager is not None:
-                    eager.offer(chunk.call)
-            elif isinstance(chunk, StreamRestart):
+                    eager.offer(call)
+                continue
+            aggregator.add(chunk)  # resets itself on StreamRestart
+            if isinstance(chunk, StreamRestart):
+                position = 0
                 if eager is not None:
                     eager.restart()
             else:

@@ -174,6 +174,9 @@ class ToolBatcher:
         if stream is not None:
             stream.finish()
             results = await stream.harvest()
+            calls = (
+                stream.calls
+            )  # the calls as run (same order; the keys they ran under)
         else:
             results = await self._dispatcher.dispatch(
                 calls,
@@ -183,7 +186,7 @@ class ToolBatcher:
                 self._on_completed,
                 interrupt=self._halt,
             )
-        return tuple(self._runner.finish_batch(results))
+        return tuple(self._runner.finish_batch(results, calls))
 
     def refuse_truncated(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Answer every call of a truncated response with an error, without running any."""

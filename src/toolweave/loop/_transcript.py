@@ -44,9 +44,11 @@ def transcript_problems(messages: Sequence[Message]) -> list[str]:
     """Everything that would make a provider reject `messages` on resume.
 
     The rules: the first message is from the user; an assistant's tool calls
-    have unique ids and are answered by the next message, a user message whose
-    tool results match them one for one and in order; a tool result appears
-    only right after the calls it answers. An empty list means valid.
+    are answered by the next message, a user message whose tool results match
+    them one for one and in order; a tool result appears only right after the
+    calls it answers. An empty list means valid. Repeated call ids are valid:
+    models repeat them, a result answers the call at its position, and the
+    provider converters make ids unique on the wire (`unique_call_ids`).
     """
     problems: list[str] = []
     if messages and messages[0].role != "user":
@@ -54,9 +56,6 @@ def transcript_problems(messages: Sequence[Message]) -> list[str]:
     for index, message in enumerate(messages):
         nxt = messages[index + 1] if index + 1 < len(messages) else None
         if message.role == "assistant":
-            ids = [c.id for c in message.tool_calls]
-            if len(set(ids)) != len(ids):
-                problems.append(f"message {index}: duplicate tool call ids {ids}")
             problems.extend(_pairing_problems(index, message, nxt))
             if any(isinstance(b, ToolResult) for b in message.blocks):
                 problems.append(

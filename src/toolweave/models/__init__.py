@@ -29,6 +29,7 @@ from ._retry import RetryStatistics as RetryStatistics
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import ScriptStep as ScriptStep
 from ._warnings import forward_warnings as forward_warnings
+from ._wire_ids import unique_call_ids as unique_call_ids
 
 if TYPE_CHECKING:
     from ._anthropic import AnthropicModel as AnthropicModel
@@ -79,4 +80,5 @@ __all__ = [
     "parallel_flag_supported",
     "parse_retry_after",
     "resolve_model",
+    "unique_call_ids",
 ]

@@ -10,6 +10,7 @@ from ..messages import Image, Message, Text, Thinking, ToolCall, ToolResult
 from ._base import ModelRequest
 from ._openai_chat_convert import ERROR_PREFIX, image_url
 from ._repair import dump_arguments
+from ._wire_ids import unique_call_ids
 
 __all__ = ["responses_input", "responses_params"]
 
@@ -78,7 +79,7 @@ def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
     from another provider has neither and is dropped).
     """
     items: list[dict[str, Any]] = []
-    for message in messages:
+    for message in unique_call_ids(messages):
         if isinstance(message.content, str):
             items.append({"role": message.role, "content": message.content})
         elif message.role == "assistant":

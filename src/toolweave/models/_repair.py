@@ -1,7 +1,9 @@
 """Repairs what real providers send that they shouldn't, at the moment a tool call completes.
 
-- Empty or duplicate call ids (seen from OpenAI-compatible servers) get unique,
-  stable ids, so no call overwrites another and every result pairs with its call.
+- Empty call ids (seen from OpenAI-compatible servers) get stable generated ids.
+  A *repeated* id is kept as the model wrote it: toolweave keys calls by their
+  position (`ToolCall.key`), and the provider converters make ids unique on the
+  way back (`unique_call_ids`), so the transcript and the store keep the original.
 - A hallucinated ``multi_tool_use.parallel`` wrapper call is unpacked into the
   calls it names.
 - Arguments that are not a JSON object become a `ToolCall` with `raw_arguments`
@@ -79,13 +81,13 @@ def dump_arguments(call: ToolCall) -> str:
 
 @final
 class ToolCallBuilder:
-    """Builds the `ToolCall`s of one response, in order, with ids unique within it.
+    """Builds the `ToolCall`s of one response, in order, every one with an id.
 
     Ids are stable: the same stream always yields the same ids. A missing id
-    becomes ``call_<response id>_<position>``; a repeated one gets ``_2``,
-    ``_3`` … appended. `tool_names` are the offered tools, against which a
-    name with stray characters is read (`clean_tool_name`). Not thread-safe;
-    one builder per stream.
+    becomes ``call_<response id>_<position>`` (``_2``, ``_3`` … appended if that
+    is taken); a given id is kept, repeated or not. `tool_names` are the offered
+    tools, against which a name with stray characters is read
+    (`clean_tool_name`). Not thread-safe; one builder per stream.
     """
 
     def __init__(
@@ -116,7 +118,10 @@ class ToolCallBuilder:
         return [ToolCall(unique_id, name, tool_input, raw_arguments=raw)]
 
     def _unique(self, call_id: str | None, position: int) -> str:
-        base = call_id or f"call_{self.response_id or 'tw'}_{position}"
+        if call_id:
+            self._seen.add(call_id)
+            return call_id
+        base = f"call_{self.response_id or 'tw'}_{position}"
         candidate, suffix = base, 1
         while candidate in self._seen:
             suffix += 1

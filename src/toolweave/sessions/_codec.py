@@ -155,6 +155,8 @@ def block_to_json(
         out["input"] = dict(block.input)
         if block.raw_arguments is not None:
             out["raw_arguments"] = block.raw_arguments
+        if block.key:
+            out["key"] = block.key
         return out
     if isinstance(block, ToolResult):
         return result_to_json(block, blobs=blobs)
@@ -188,6 +190,7 @@ def block_from_json(
             str(data["name"]),
             dict(data.get("input") or {}),
             raw_arguments=data.get("raw_arguments"),
+            key=str(data.get("key", "")),
         )
     if kind == "tool_result":
         return result_from_json(data, blobs=blobs)

@@ -65,6 +65,9 @@ class SessionRecorder:
     does not report its transcript, or a history that differs from the stored
     one) a warning is logged and the carried transcript is stored.
 
+    Calls are known by their `ToolCall.ref` (the loop's position key), never by
+    the provider's id alone: models repeat ids within a response and across turns.
+
     Works with any loop that emits the `toolweave.events` protocol. Not
     thread-safe: call from the task that consumes the events. Raises
     `StoreError` when the store fails.
@@ -282,30 +285,30 @@ class SessionRecorder:
 
     def _settle_response_calls(self, calls: tuple[ToolCall, ...]) -> None:
         """Give every call of the final response its position; drop strays of dead attempts."""
-        ids = {c.id for c in calls}
-        for call_id in [i for i in self._calls if i not in ids]:
+        refs = {c.ref for c in calls}
+        for ref in [r for r in self._calls if r not in refs]:
             self._put(
-                dataclasses.replace(self._calls.pop(call_id), state=CallState.DISCARDED)
+                dataclasses.replace(self._calls.pop(ref), state=CallState.DISCARDED)
             )
         for index, call in enumerate(calls):
-            record = self._calls.get(call.id)
+            record = self._calls.get(call.ref)
             if record is None:
                 record = self._new_call(call, index, CallState.PENDING)
             self._put(dataclasses.replace(record, index=index, call=call))
 
     def _discard_started(self) -> None:
         """A retry voids the dead attempt's eagerly started calls (seed 002 §11.2)."""
-        for call_id, record in list(self._calls.items()):
+        for ref, record in list(self._calls.items()):
             if record.state is not CallState.PENDING:
                 self._put(dataclasses.replace(record, state=CallState.DISCARDED))
-                del self._calls[call_id]
+                del self._calls[ref]
 
     # -- tool calls ------------------------------------------------------------------------
 
     def _new_call(self, call: ToolCall, index: int, state: CallState) -> CallRecord:
         assert self.run is not None
-        attempt = self._attempts.get(call.id, 0) + 1
-        self._attempts[call.id] = attempt
+        attempt = self._attempts.get(call.ref, 0) + 1
+        self._attempts[call.ref] = attempt
         access = self._describe(call) if self._describe is not None else None
         return CallRecord(
             self.session_id,
@@ -320,11 +323,11 @@ class SessionRecorder:
 
     def _put(self, record: CallRecord) -> None:
         if record.state is not CallState.DISCARDED:
-            self._calls[record.call.id] = record
+            self._calls[record.call.ref] = record
         self.store.put_call(record)
 
     def _call_admitted(self, event: ToolUseStarted) -> None:
-        record = self._calls.get(event.call.id)
+        record = self._calls.get(event.call.ref)
         if record is not None and record.state in _STARTED:
             self._put(dataclasses.replace(record, state=CallState.DISCARDED))
             record = None
@@ -337,7 +340,7 @@ class SessionRecorder:
         )
 
     def _call_running(self, event: ToolRunning) -> None:
-        record = self._calls.get(event.call_id)
+        record = self._calls.get(event.key or event.call_id)
         if record is not None:
             self._put(
                 dataclasses.replace(
@@ -346,7 +349,7 @@ class SessionRecorder:
             )
 
     def _call_finished(self, event: ToolResultReady) -> None:
-        record = self._calls.get(event.call.id)
+        record = self._calls.get(event.call.ref)
         if record is None:
             record = self._new_call(event.call, len(self._calls), CallState.PENDING)
         self._put(

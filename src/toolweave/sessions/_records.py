@@ -142,7 +142,7 @@ class CallRecord:
     index: int = 0
     """Its position in the model's response (0-based)."""
     attempt: int = 1
-    """1, or higher when a discarded streaming attempt started the same call id."""
+    """1, or higher when a discarded streaming attempt started the same call."""
     state: CallState = CallState.PENDING
     """How far it got."""
     access: AccessRecord | None = None
@@ -158,8 +158,12 @@ class CallRecord:
 
     @property
     def key(self) -> tuple[str, int, int, str, int]:
-        """What identifies the record: session, run, iteration, call id, attempt."""
-        return (self.session_id, self.run, self.iteration, self.call.id, self.attempt)
+        """What identifies the record: session, run, iteration, call ref, attempt.
+
+        The call ref is its `ToolCall.ref` — its position key when the loop set
+        one — never the provider's id alone, which models repeat.
+        """
+        return (self.session_id, self.run, self.iteration, self.call.ref, self.attempt)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

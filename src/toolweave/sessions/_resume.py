@@ -67,25 +67,35 @@ class ResumePlan:
 
 
 def _latest_records(
-    store: SessionStore, session_id: str, calls: tuple[ToolCall, ...]
+    store: SessionStore, session: SessionInfo, calls: tuple[ToolCall, ...]
 ) -> dict[str, CallRecord]:
-    ids = {c.id for c in calls}
+    """The records of `calls` by `ToolCall.ref`, from the session's last run only.
+
+    The cut batch is the last run's (a run that starts appends its prompt first),
+    and refs are only unique within a run: an earlier run's call at the same
+    position must never answer this one.
+    """
+    refs = {c.ref for c in calls}
     found: dict[str, CallRecord] = {}
-    for record in store.calls(session_id):  # ordered: later runs and iterations last
-        if record.call.id in ids and record.state is not CallState.DISCARDED:
-            found[record.call.id] = record
+    for record in store.calls(session.id):  # ordered: later runs and iterations last
+        if (
+            record.run == session.runs
+            and record.call.ref in refs
+            and record.state is not CallState.DISCARDED
+        ):
+            found[record.call.ref] = record
     return found
 
 
 def _answer_cut_batch(
     store: SessionStore, session: SessionInfo, calls: tuple[ToolCall, ...]
 ) -> tuple[Message, list[CallRecord], list[CallRecord]]:
-    records = _latest_records(store, session.id, calls)
+    records = _latest_records(store, session, calls)
     results: list[ToolResult] = []
     lost: list[CallRecord] = []
     skipped: list[CallRecord] = []
     for call in calls:
-        record = records.get(call.id)
+        record = records.get(call.ref)
         if record is not None and record.result is not None:
             results.append(record.result)
             continue

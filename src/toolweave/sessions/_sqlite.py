@@ -25,6 +25,7 @@ from ._records import (
     SessionInfo,
 )
 from ._sqlite_rows import (
+    CALLS_KEYED_BY_ID,
     SCHEMA,
     SCHEMA_VERSION,
     call_from_row,
@@ -101,6 +102,9 @@ class SQLiteSessionStore:
             raise StoreError(
                 f"{self.path} was written by a newer toolweave (schema {version})"
             )
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(calls)")}
+        if columns and "call_ref" not in columns:  # schema 1: calls keyed by id
+            conn.executescript(CALLS_KEYED_BY_ID)
         conn.executescript(SCHEMA)
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 

@@ -31,6 +31,8 @@ from ._records import (
 )
 
 __all__ = [
+    "CALLS_KEYED_BY_ID",
+    "CALLS_TABLE",
     "SCHEMA",
     "SCHEMA_VERSION",
     "call_from_row",
@@ -42,9 +44,31 @@ __all__ = [
     "session_from_row",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: `calls` is keyed by the call's ref (`ToolCall.ref`, its position key), not its id."""
 
-SCHEMA = """
+CALLS_TABLE = """
+CREATE TABLE IF NOT EXISTS calls (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    run INTEGER NOT NULL,
+    iteration INTEGER NOT NULL,
+    call_ref TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    call TEXT NOT NULL,
+    state TEXT NOT NULL,
+    access TEXT,
+    admitted_at REAL,
+    running_at REAL,
+    finished_at REAL,
+    result TEXT,
+    PRIMARY KEY (session_id, run, iteration, call_ref, attempt)
+);
+"""
+
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     title TEXT NOT NULL,
@@ -78,22 +102,9 @@ CREATE TABLE IF NOT EXISTS messages (
     written_wall REAL NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS messages_live ON messages(session_id, position);
-CREATE TABLE IF NOT EXISTS calls (
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    run INTEGER NOT NULL,
-    iteration INTEGER NOT NULL,
-    call_id TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    idx INTEGER NOT NULL,
-    call TEXT NOT NULL,
-    state TEXT NOT NULL,
-    access TEXT,
-    admitted_at REAL,
-    running_at REAL,
-    finished_at REAL,
-    result TEXT,
-    PRIMARY KEY (session_id, run, iteration, call_id, attempt)
-);
+"""
+    + CALLS_TABLE
+    + """
 CREATE TABLE IF NOT EXISTS model_calls (
     session_id TEXT NOT NULL REFERENCES sessions(id),
     run INTEGER NOT NULL,
@@ -116,6 +127,21 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, seq);
 """
+)
+
+
+CALLS_KEYED_BY_ID = (
+    "ALTER TABLE calls RENAME TO calls_by_id;"
+    + CALLS_TABLE
+    + """
+INSERT INTO calls (session_id, run, iteration, call_ref, call_id, attempt, idx, call,
+                   state, access, admitted_at, running_at, finished_at, result)
+SELECT session_id, run, iteration, call_id, call_id, attempt, idx, call,
+       state, access, admitted_at, running_at, finished_at, result FROM calls_by_id;
+DROP TABLE calls_by_id;
+"""
+)
+"""Schema 1 → 2: rebuild `calls` keyed by ref (a stored call's ref is its id)."""
 
 
 def _status(last: RunInfo | None) -> tuple[str, str]:
@@ -175,6 +201,7 @@ def call_params(record: CallRecord, blobs: BlobSink) -> dict[str, Any]:
         "session_id": record.session_id,
         "run": record.run,
         "iteration": record.iteration,
+        "call_ref": record.call.ref,
         "call_id": record.call.id,
         "attempt": record.attempt,
         "idx": record.index,

@@ -1,0 +1,87 @@
+"""unique_call_ids: repeated tool-call ids made unique on the way to a provider."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from toolweave.messages import Message, Text, ToolCall, ToolResult
+from toolweave.models import unique_call_ids
+
+
+def turn(*ids: str) -> list[Message]:
+    """An assistant message calling `ids`, and the user message answering each."""
+    calls = tuple(ToolCall(i, "t", {"n": n}) for n, i in enumerate(ids))
+    results = tuple(ToolResult(i, f"result {n}") for n, i in enumerate(ids))
+    return [Message("assistant", (Text("ok"), *calls)), Message("user", results)]
+
+
+def wire_ids(messages: list[Message]) -> tuple[list[str], list[str]]:
+    out = unique_call_ids(messages)
+    calls = [c.id for m in out for c in m.tool_calls]
+    results = [r.call_id for m in out for r in m.tool_results]
+    return calls, results
+
+
+TABLE = [
+    pytest.param([["a", "b"]], ["a", "b"], id="nothing repeated"),
+    pytest.param([["a", "a"]], ["a", "a_2"], id="twice in one response"),
+    pytest.param([["a", "a", "a"]], ["a", "a_2", "a_3"], id="three times"),
+    pytest.param([["call_0"], ["call_0"]], ["call_0", "call_0_2"], id="every turn"),
+    pytest.param(
+        [["a", "a_2"], ["a"]], ["a", "a_2", "a_3"], id="a suffix the model used itself"
+    ),
+    pytest.param([["a", "a"], ["a_2"]], ["a", "a_2", "a_2_2"], id="a later a_2 moves"),
+    pytest.param([["", ""]], ["call_1", "call_2"], id="empty ids"),
+]
+
+
+@pytest.mark.parametrize(("turns", "expected"), TABLE)
+def test_repeats_get_the_first_free_suffix(
+    turns: list[list[str]], expected: list[str]
+) -> None:
+    messages = [Message("user", "go")] + [m for ids in turns for m in turn(*ids)]
+    calls, results = wire_ids(messages)
+    assert calls == expected
+    assert results == expected  # each result takes its own call's wire id
+
+
+def test_nothing_repeated_is_not_copied() -> None:
+    messages = [Message("user", "go"), *turn("a", "b"), Message("user", "thanks")]
+    assert unique_call_ids(messages) is messages
+
+
+def test_results_pair_by_order_and_strays_are_left_alone() -> None:
+    calls = (ToolCall("a", "t", {}), ToolCall("a", "t", {}))
+    messages = [
+        Message("user", "go"),
+        Message("assistant", calls),
+        Message(
+            "user", (ToolResult("a", "1"), ToolResult("a", "2"), ToolResult("z", "?"))
+        ),
+        Message("user", "plain"),
+        Message("assistant", (ToolCall("a", "t", {}),)),
+        Message("user", (Text("no results here"),)),
+    ]
+    out = unique_call_ids(messages)
+    assert [r.call_id for r in out[2].tool_results] == ["a", "a_2", "z"]
+    assert [r.text for r in out[2].tool_results] == ["1", "2", "?"]
+    assert out[3] == messages[3] and out[5] == messages[5]
+    assert [c.id for c in out[4].tool_calls] == ["a_3"]
+
+
+ids = st.one_of(st.just(""), st.sampled_from(["a", "a_2", "call_0", "call_0_2"]))
+
+
+@given(st.lists(st.lists(ids, min_size=1, max_size=4), max_size=5))
+def test_wire_ids_are_unique_paired_and_append_stable(turns: list[list[str]]) -> None:
+    messages = [Message("user", "go")] + [m for t in turns for m in turn(*t)]
+    calls, results = wire_ids(messages)
+    assert len(set(calls)) == len(calls)
+    assert all(calls)
+    assert results == calls
+    # Appending never changes the wire ids of what was already there.
+    for cut in range(1, len(messages) + 1):
+        prefix_calls, _ = wire_ids(messages[:cut])
+        assert calls[: len(prefix_calls)] == prefix_calls
