@@ -208,7 +208,8 @@ VARIANTS = [
     (
         "one id on two calls",
         _one_id_twice,
-        [(CALL_ID, "add"), (f"{CALL_ID}_2", "add")],
+        # kept as sent: the loop keys calls by position, the converters repair the wire
+        [(CALL_ID, "add"), (CALL_ID, "add")],
         StopReason.TOOL_USE,
     ),
     ("finish_reason stop", _stop, [(CALL_ID, "add")], StopReason.TOOL_USE),
