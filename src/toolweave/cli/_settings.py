@@ -43,6 +43,7 @@ _ACCUMULATE = frozenset(
         ("hooks", "PostToolUse"),
         ("hooks", "PostToolUseFailure"),
         ("hooks", "Stop"),
+        ("hooks", "RunStart"),
     }
 )
 

@@ -75,6 +75,8 @@ class HookSettings(BaseModel):
     PostToolUse: tuple[HookCommand, ...] = ()
     PostToolUseFailure: tuple[HookCommand, ...] = ()
     Stop: tuple[HookCommand, ...] = ()
+    RunStart: tuple[HookCommand, ...] = ()
+    """Run once when a run starts (Claude Code's SessionStart); the matcher is unused."""
 
 
 class MCPServerSettings(BaseModel):

@@ -3,13 +3,17 @@
 Protocol (a subset of Claude Code's): the command runs with ``/bin/sh -c`` in
 the workspace and reads one JSON object on stdin with ``hook_event_name``,
 ``session_id``, ``cwd``, ``tool_name``, ``tool_input``, ``tool_use_id`` (and
-``tool_response`` / ``error`` after a call, ``stop_hook_active`` for Stop).
+``tool_response`` / ``error`` after a call, ``stop_hook_active`` for Stop;
+``prompt``, ``run_id`` and ``source`` ("startup" / "resume") for RunStart).
 
 * exit 0: success. A JSON object on stdout may decide: ``hookSpecificOutput``
   with ``permissionDecision`` (allow / deny / ask), ``permissionDecisionReason``,
   ``updatedInput``, ``additionalContext``, ``updatedMCPToolOutput`` (PostToolUse
   of a tool that allows it, e.g. MCP tools: its new output); ``decision`` ("approve" / "block")
   with ``reason``; ``continue: false`` with ``stopReason``.
+* RunStart (Claude Code's SessionStart): on exit 0, ``additionalContext`` in
+  ``hookSpecificOutput``, or else any plain stdout, reaches the model with the
+  first message; anything else is a warning, no effect.
 * exit 2: blocking. PreToolUse denies the call, Stop makes the model continue,
   PostToolUse passes stderr to the model; stderr is the reason.
 * anything else, a timeout, or output that is not a JSON object: for PreToolUse
@@ -39,6 +43,8 @@ from ..execution import (
     PostToolUseInput,
     PreToolUseDecision,
     PreToolUseInput,
+    RunStartDecision,
+    RunStartInput,
     StopDecision,
     StopInput,
 )
@@ -196,6 +202,18 @@ def _stop_decision(run: HookRun) -> StopDecision | None:
     return None
 
 
+def _run_start_decision(run: HookRun) -> RunStartDecision | None:
+    if run.code != 0:
+        return None
+    data = run.json()
+    if data:
+        specific = data.get("hookSpecificOutput") or {}
+        context = specific.get("additionalContext")
+        return RunStartDecision(additional_context=str(context) if context else None)
+    text = run.stdout.strip()
+    return RunStartDecision(additional_context=text) if text else None
+
+
 @dataclass(frozen=True, slots=True)
 class _Context:
     cwd: Path
@@ -292,6 +310,23 @@ def _add_stop(hooks: Hooks, ctx: _Context, hook: HookCommand) -> None:
     hooks.stop(stop)
 
 
+def _add_run_start(hooks: Hooks, ctx: _Context, hook: HookCommand) -> None:
+    async def run_start(data: RunStartInput) -> RunStartDecision | None:
+        payload = ctx.base("RunStart")
+        payload.update(
+            prompt=data.prompt,
+            run_id=data.run_id,
+            source="resume" if data.resumed else "startup",
+        )
+        run = await ctx.run(hook, payload, strict=False)
+        if run is not None and run.code == 2:
+            ctx.warn(f"RunStart hook {hook.command!r}: {run.stderr.strip()[:500]}")
+        return None if run is None else _run_start_decision(run)
+
+    run_start.__qualname__ = f"shell:{hook.command}"
+    hooks.run_start(run_start)
+
+
 def build_shell_hooks(
     settings: HookSettings,
     *,
@@ -308,6 +343,7 @@ def build_shell_hooks(
         (settings.PostToolUse, _add_post),
         (settings.PostToolUseFailure, _add_failure),
         (settings.Stop, _add_stop),
+        (settings.RunStart, _add_run_start),
     )
     if not any(commands for commands, _ in groups):
         return None

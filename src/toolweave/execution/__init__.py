@@ -33,6 +33,10 @@ from ._persist import make_preview as make_preview
 from ._rules import PermissionRule as PermissionRule
 from ._rules import PermissionRules as PermissionRules
 from ._rules import RuleVerdict as RuleVerdict
+from ._run_start import RunStartDecision as RunStartDecision
+from ._run_start import RunStartHook as RunStartHook
+from ._run_start import RunStartInput as RunStartInput
+from ._run_start import RunStartOutcome as RunStartOutcome
 from ._runner import RunnerStatistics as RunnerStatistics
 from ._runner import ToolRunner as ToolRunner
 from ._signals import BatchSignals as BatchSignals
@@ -60,6 +64,10 @@ __all__ = [
     "PreToolUseHook",
     "PreToolUseInput",
     "RuleVerdict",
+    "RunStartDecision",
+    "RunStartHook",
+    "RunStartInput",
+    "RunStartOutcome",
     "RunnerStatistics",
     "StopDecision",
     "StopHook",

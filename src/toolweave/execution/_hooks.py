@@ -1,4 +1,4 @@
-"""Hooks: user callables run before and after tool calls, and when the model stops."""
+"""Hooks: user callables run when a run starts, around tool calls, and when the model stops."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeAlias, TypeVar, final, overload
 
 from ..messages import ToolCall, ToolResult
+from ._run_start import RunStartDecision, RunStartHook, RunStartInput, RunStartOutcome
 
 __all__ = [
     "HookPermission",
@@ -153,6 +154,7 @@ _Pre = TypeVar("_Pre", bound=PreToolUseHook)
 _Post = TypeVar("_Post", bound=PostToolUseHook)
 _Fail = TypeVar("_Fail", bound=PostToolUseFailureHook)
 _Stop = TypeVar("_Stop", bound=StopHook)
+_Start = TypeVar("_Start", bound=RunStartHook)
 
 
 def hook_name(fn: object) -> str:
@@ -232,6 +234,7 @@ class Hooks:
         self._post: _HookList[PostToolUseHook] = _HookList()
         self._failure: _HookList[PostToolUseFailureHook] = _HookList()
         self._stop: list[StopHook] = []
+        self._run_start: list[RunStartHook] = []
 
     @overload
     def pre_tool_use(self, matcher: _Pre, /) -> _Pre: ...
@@ -304,6 +307,62 @@ class Hooks:
             return func
 
         return register
+
+    @overload
+    def run_start(self, fn: _Start, /) -> _Start: ...
+    @overload
+    def run_start(self, fn: None = None, /) -> Callable[[_Start], _Start]: ...
+    def run_start(
+        self, fn: _Start | None = None, /
+    ) -> _Start | Callable[[_Start], _Start]:
+        """Register a hook run once when a run starts, before its first model call.
+
+        Bare (``@hooks.run_start``) or called (``@hooks.run_start()``). Its
+        `RunStartDecision.additional_context` reaches the model with the first
+        message (Claude Code's SessionStart).
+        """
+        if fn is not None:
+            self._run_start.append(fn)
+            return fn
+
+        def register(func: _Start) -> _Start:
+            self._run_start.append(func)
+            return func
+
+        return register
+
+    async def run_run_start_hooks(self, data: RunStartInput) -> RunStartOutcome:
+        """Run every RunStart hook in registration order and collect their context.
+
+        A hook that raises, or returns something other than a
+        `RunStartDecision` or None, is logged, named in `problems` and
+        otherwise ignored: adding context is best effort, it never fails the
+        run. Cancellation propagates.
+        """
+        contexts: list[str] = []
+        problems: list[str] = []
+        for fn in self._run_start:
+            try:
+                verdict = await call_hook(fn, data)
+            except Exception as exc:
+                logger.exception("RunStart hook %s raised; ignored", hook_name(fn))
+                problems.append(
+                    f"RunStart hook {hook_name(fn)} raised {exc!r}; ignored"
+                )
+                continue
+            if isinstance(verdict, RunStartDecision):
+                if verdict.additional_context:
+                    contexts.append(verdict.additional_context)
+            elif verdict is not None:
+                problems.append(
+                    f"RunStart hook {hook_name(fn)} returned {verdict!r}; ignored"
+                )
+        return RunStartOutcome(tuple(contexts), tuple(problems))
+
+    @property
+    def has_run_start_hooks(self) -> bool:
+        """True if any RunStart hook is registered."""
+        return bool(self._run_start)
 
     def pre_hooks_for(self, names: tuple[str, ...]) -> tuple[PreToolUseHook, ...]:
         """PreToolUse hooks matching any of `names` (a tool's name and aliases), in order."""

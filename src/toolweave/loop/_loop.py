@@ -28,6 +28,7 @@ from ..events import (
     RunStarted,
 )
 from ..events import Warning as WarningEvent
+from ..execution import RunStartInput
 from ..messages import Message, StopReason, Text, Usage
 from ..models import ModelRequest
 from ..tools import reporting_declaration_errors
@@ -41,6 +42,7 @@ from ._eager import EagerBatch, Spawn
 from ._endings import Endings
 from ._guards import RepeatFailureWatcher, StalledIterationGuard
 from ._model_call import ModelCaller
+from ._run_start import with_run_start_context
 from ._setup import RunSetup
 from ._shrink import Shrinker
 from ._soon import Schedule, soon_scheduler
@@ -91,6 +93,7 @@ class RunLoop:
         self.clock = fast_clock()
         self.control = RunControl()
         self.conversation = Conversation(history, emit=emit)
+        self.resumed = bool(history)
         self.system = setup.system
         self.context = ContextFeed(
             cfg.context_providers, workspace=cfg.workspace, prompt=prompt, emit=emit
@@ -224,6 +227,10 @@ class RunLoop:
         )
         self.emit(RunStarted(self.run_id, self.prompt))
         self.system, first = await self.context.start(self.system)
+        started = RunStartInput(
+            run_id=self.run_id, prompt=self.prompt, resumed=self.resumed
+        )
+        first = await with_run_start_context(first, self.cfg.hooks, started, self.emit)
         self.conversation.append(first)
         return BeginIteration()
 
