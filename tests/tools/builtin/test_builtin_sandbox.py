@@ -21,6 +21,7 @@ from toolweave.tools import Concurrency, SandboxMode, SessionState
 from toolweave.tools.builtin import BashTool, conservative_read_only
 from toolweave.tools.builtin import _bash as bash_module
 from toolweave.tools.builtin import _sandbox as sandbox_module
+from toolweave.tools.builtin._landlock import landlock_abi
 from toolweave.tools.builtin._sandbox import Backend, _landlock_rules, backend_available
 from toolweave.tools.builtin._sandbox_spawn import spawn_landlocked
 
@@ -381,3 +382,28 @@ async def test_closing_a_confined_process_kills_and_reaps_it(root: Path) -> None
     await process.aclose()
     assert process.returncode == -9
     await process.aclose()  # idempotent
+
+
+def _start_outsider() -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["sleep", "300"])
+
+
+@pytest.mark.usefixtures("landlock")
+async def test_a_confined_command_cannot_signal_processes_outside(
+    root: Path, state: SessionState
+) -> None:
+    if landlock_abi() < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    outsider = _start_outsider()
+    try:
+        tool = BashTool(root, sandbox="read-only", sandbox_backend="landlock")
+        text = await _outcome(tool, {"command": f"kill -9 {outsider.pid}"}, state)
+        assert "Operation not permitted" in text
+        assert outsider.poll() is None
+        inside = await run(
+            tool, {"command": "sleep 30 & kill $!; wait $!; echo $?"}, state
+        )
+        assert inside == "143\n"  # its own children it may still signal
+    finally:
+        outsider.kill()
+        outsider.wait()

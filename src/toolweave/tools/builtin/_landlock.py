@@ -22,7 +22,9 @@ binding over libc's ``syscall`` rather than a dependency:
 
 Rights a kernel does not know are dropped from the handled set (ABI 1 has no
 REFER, ABI 2 no TRUNCATE, ABI 4 adds TCP, ABI 5 IOCTL_DEV), as the kernel
-documentation prescribes for best-effort compatibility.
+documentation prescribes for best-effort compatibility. From ABI 6 a confined
+process may also not signal processes outside its sandbox (the agent itself,
+the user's other programs) nor connect to their abstract Unix sockets.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ _TRUNCATE = 1 << 14  # ABI 3
 _IOCTL_DEV = 1 << 15  # ABI 5
 _NET_BIND_TCP = 1 << 0  # ABI 4
 _NET_CONNECT_TCP = 1 << 1
+_SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+_SCOPE_SIGNAL = 1 << 1
 
 FS_READ = EXECUTE | READ_FILE | READ_DIR
 """Read, list and execute: what every sandboxed command keeps everywhere."""
@@ -76,6 +80,7 @@ class _RulesetAttr(ctypes.Structure):
     _fields_ = (
         ("handled_access_fs", ctypes.c_uint64),
         ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
     )
 
 
@@ -165,12 +170,16 @@ class Ruleset:
         if abi < 1 or numbers is None:
             raise OSError(errno.ENOSYS, "Landlock is not available")
         create, add, _ = numbers
-        attr = _RulesetAttr(fs_all(abi), 0)
+        attr = _RulesetAttr(fs_all(abi), 0, 0)
         size = ctypes.sizeof(_RulesetAttr)
         if block_tcp and abi >= 4:
             attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP
-        elif abi < 4:
-            size = 8  # ABI < 4 only knows the first field
+        if abi >= 6:  # no signals to, no abstract sockets of, processes outside
+            attr.scoped = _SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX_SOCKET
+        elif abi >= 4:
+            size = 16  # ABI 4 and 5 know two fields
+        else:
+            size = 8  # ABI < 4 only knows the first
         self.fd = _check(
             _syscall(
                 ctypes.c_long(create),
