@@ -12,6 +12,7 @@ from pathlib import Path, PurePath
 from typing import Literal, TypeAlias, final
 
 from .._exceptions import ConfigError
+from ..tools.builtin import CommandParts, ShellCommand
 
 __all__ = ["PermissionRule", "PermissionRules", "RuleBehavior", "RuleVerdict"]
 
@@ -99,6 +100,27 @@ def _match_text(spec: str, subject: str, *, vouching: bool) -> bool:
     return ok
 
 
+def _words_match(spec: str, words: tuple[str | None, ...]) -> bool:
+    """Could the command `words` match `spec`? Unknown words (None) match anything.
+
+    Used for deny and ask rules, so every doubt resolves to a match.
+    """
+    if None not in words:
+        return _match_text(spec, " ".join(str(w) for w in words), vouching=False)
+    if spec.endswith(":*"):
+        wanted = spec[:-2].split()
+        return len(words) >= len(wanted) and all(
+            w is None or w == p for w, p in zip(words, wanted, strict=False)
+        )
+    if "*" in spec:
+        head = spec.split()[0] if spec.split() else "*"
+        return "*" in head or words[0] is None or words[0] == head
+    wanted = spec.split()
+    return len(words) == len(wanted) and all(
+        w is None or w == p for w, p in zip(words, wanted, strict=True)
+    )
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class PermissionRule:
@@ -168,6 +190,55 @@ class PermissionRule:
         return _match_text(self.spec, subject, vouching=vouching)
 
 
+def _limiting_verdict(
+    behavior: RuleBehavior, rule: PermissionRule, parts: CommandParts | None
+) -> RuleVerdict | None:
+    """A deny or ask rule's verdict on a shell input: any part that could match."""
+    if rule.spec is None:
+        return RuleVerdict(behavior, rule.text)
+    if parts is None:
+        return RuleVerdict(
+            behavior,
+            f"{rule.text} (the command could not be fully parsed,"
+            " so it may run what the rule names)",
+        )
+    if any(_words_match(rule.spec, p) for p in parts.possible):
+        return RuleVerdict(behavior, rule.text)
+    return None
+
+
+def _allow_verdict(
+    allows: list[PermissionRule], parts: CommandParts | None
+) -> RuleVerdict | None:
+    """Allow a shell input only if every part is literal and covered by a rule."""
+    whole = next((rule for rule in allows if rule.spec is None), None)
+    if whole is not None:
+        return RuleVerdict("allow", whole.text)
+    if parts is None or not parts.exact:
+        return None
+    used: dict[str, None] = {}
+    for part in parts.exact:
+        covering = [r.text for r in allows if r.spec and _covers(r.spec, part)]
+        if not covering:
+            return None
+        used[covering[0]] = None
+    return RuleVerdict("allow", ", ".join(used))
+
+
+def _covers(spec: str, words: tuple[str | None, ...]) -> bool:
+    """Does an allow spec certainly cover the command `words`?
+
+    Words that depend on an expansion (None) are covered only by a prefix rule
+    (``echo:*``) whose words all come before them.
+    """
+    if None not in words:
+        return _match_text(spec, " ".join(str(w) for w in words), vouching=False)
+    if not spec.endswith(":*"):
+        return False
+    wanted = tuple(spec[:-2].split())
+    return len(words) >= len(wanted) and words[: len(wanted)] == wanted
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class RuleVerdict:
@@ -230,6 +301,8 @@ class PermissionRules:
             ("ask", self.ask),
             ("allow", self.allow),
         )
+        if isinstance(subject, ShellCommand):
+            return self._match_shell(names, subject)
         for behavior, rules in ordered:
             for rule in rules:
                 if rule.matches(
@@ -237,6 +310,28 @@ class PermissionRules:
                 ):
                     return RuleVerdict(behavior, rule.text)
         return None
+
+    def _match_shell(
+        self, names: tuple[str, ...], subject: ShellCommand
+    ) -> RuleVerdict | None:
+        """Rules over every command a shell input runs (see `ShellCommand`).
+
+        Deny beats ask beats allow; a deny or ask rule matches if *any* part
+        could match it (and every rule matches input that cannot be parsed);
+        allow needs *every* part covered by some allow rule.
+        """
+        parts = subject.parts()
+        limiting: tuple[tuple[RuleBehavior, tuple[PermissionRule, ...]], ...] = (
+            ("deny", self.deny),
+            ("ask", self.ask),
+        )
+        for behavior, rules in limiting:
+            for rule in rules:
+                if rule.matches_tool(names):
+                    verdict = _limiting_verdict(behavior, rule, parts)
+                    if verdict is not None:
+                        return verdict
+        return _allow_verdict([r for r in self.allow if r.matches_tool(names)], parts)
 
     def __bool__(self) -> bool:
         return bool(self.allow or self.ask or self.deny)

@@ -9,6 +9,8 @@ web_fetch touches nothing shared, the todo tools share ``todo:``.
 
 from ._bash import BashTool as BashTool
 from ._bash_classifier import classify_bash as classify_bash
+from ._bash_rules import CommandParts as CommandParts
+from ._bash_rules import ShellCommand as ShellCommand
 from ._coding import coding_tools as coding_tools
 from ._edit import EditTool as EditTool
 from ._edit import WriteTool as WriteTool
@@ -27,10 +29,12 @@ from ._workspace import Workspace as Workspace
 
 __all__ = [
     "BashTool",
+    "CommandParts",
     "EditTool",
     "GlobTool",
     "GrepTool",
     "ReadTool",
+    "ShellCommand",
     "TodoItem",
     "TodoReadTool",
     "TodoWriteTool",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
@@ -12,8 +14,16 @@ from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
 from .._sandbox_mode import SandboxMode, sandbox_mode
 from .._tool import Tool
-from ._bash_classifier import classify_bash, last_command_name
+from ._bash_classifier import (
+    Prefixes,
+    classify_bash,
+    last_command_name,
+    parse_prefixes,
+    read_only_form,
+)
+from ._bash_git import GIT_READ_ENV, GIT_READ_UNSET
 from ._bash_process import ShellOutcome, run_shell
+from ._bash_rules import ShellCommand
 from ._readstate import changed_read_files, read_fingerprints
 from ._sandbox import Backend, Sandbox, conservative_read_only
 from ._sandbox_notes import refusal_note, restored_note, unconfined_notice
@@ -104,6 +114,7 @@ class BashTool(Tool):
         sandbox: SandboxMode | str = SandboxMode.WORKSPACE_WRITE,
         network: bool = True,
         sandbox_backend: Backend | None = None,
+        read_only_commands: Iterable[str] = (),
     ) -> None:
         """See the class; `sandbox_backend` forces a backend (tests, benchmarks).
 
@@ -122,6 +133,8 @@ class BashTool(Tool):
         """Output kept per call."""
         self.env = {**(os.environ if env is None else env), **_ENV}
         """The environment commands run with."""
+        self.read_only_commands: Prefixes = parse_prefixes(read_only_commands)
+        """User-declared read-only command prefixes (``("bd", "show")``), see `teach`."""
         super().__init__(
             name="bash",
             description=(
@@ -139,19 +152,39 @@ class BashTool(Tool):
             abort_siblings_on_error=True,
         )
 
+    def teach(self, read_only_commands: Iterable[str]) -> None:
+        """Add user read-only command prefixes (``"bd show"``, ``"gh api"``).
+
+        A command whose every simple command starts with a built-in read-only
+        command or one of these prefixes (whole words) is SAFE, still subject
+        to the classifier's checks on redirections, assignments and
+        substitutions.
+
+        Raises:
+            ConfigError: a prefix is empty or not shell words.
+        """
+        added = parse_prefixes(read_only_commands)
+        self.read_only_commands = tuple(
+            dict.fromkeys((*self.read_only_commands, *added))
+        )
+
     def _concurrency(self, args: dict[str, Any]) -> Concurrency:
         """The classifier's verdict, narrowed when no sandbox could enforce it."""
         if args.get("writes"):
             return Concurrency.SEQUENTIAL
-        verdict = classify_bash(args["command"])
         unenforced = self.sandbox.backend_for(SandboxMode.READ_ONLY) is None
+        verdict = classify_bash(
+            args["command"],
+            read_only_commands=self.read_only_commands,
+            conservative=unenforced,
+        )
         if unenforced and not conservative_read_only(args["command"]):
             return Concurrency.SEQUENTIAL
         return verdict
 
-    def permission_subject(self, args: dict[str, Any]) -> str:
-        """The command, for permission rules such as ``bash(git log:*)``."""
-        return str(args["command"])
+    def permission_subject(self, args: dict[str, Any]) -> ShellCommand:
+        """The command, for rules such as ``bash(git log:*)``: rules see every part."""
+        return ShellCommand(args["command"])
 
     def access_for(self, args: dict[str, Any]) -> Access | None:
         """Reads the workspace when read-only; undeclared (a barrier) otherwise."""
@@ -177,7 +210,7 @@ class BashTool(Tool):
         if outcome.returncode != 0:
             text = f"{text.rstrip()}\n[{_status(outcome)}]".lstrip()
         text = _with_notes(text, notes)
-        if _failed(command, outcome):
+        if _failed(await _status_name(command, outcome), outcome):
             raise ToolError(text)
         return text if text.strip() else "(no output)"
 
@@ -188,11 +221,15 @@ class BashTool(Tool):
         forced = self.concurrency_for(args) is Concurrency.SAFE
         configured = ctx.state.sandbox or self.sandbox_mode
         mode = SandboxMode.READ_ONLY if forced else configured
+        env, run = self.env, command
+        if forced:  # may run in parallel: git reads run no configured programs
+            run = await anyio.to_thread.run_sync(read_only_form, command)
+            env = _git_read_env(env)
         async with self.sandbox.confine(mode, self.workspace.root) as confined:
             outcome = await run_shell(
-                command,
+                run,
                 cwd=self.workspace.root,
-                env={**self.env, **confined.env},
+                env={**env, **confined.env},
                 time_limit=limit,
                 max_output_bytes=self.max_output_bytes,
                 spawn=confined.spawn,
@@ -212,11 +249,24 @@ class BashTool(Tool):
         return outcome, [note for note in notes if note]
 
 
-def _failed(command: str, outcome: ShellOutcome) -> bool:
+def _git_read_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` with repository-configured programs switched off for git reads."""
+    kept = {k: v for k, v in env.items() if k not in GIT_READ_UNSET}
+    return {**kept, **GIT_READ_ENV}
+
+
+async def _status_name(command: str, outcome: ShellOutcome) -> str | None:
+    """The name of the command whose exit 1 decides, parsed off the event loop."""
+    if outcome.returncode != 1:
+        return None
+    return await anyio.to_thread.run_sync(last_command_name, command)
+
+
+def _failed(name: str | None, outcome: ShellOutcome) -> bool:
     code = outcome.returncode
     if code == 0:
         return False
-    return not (code == 1 and last_command_name(command) in _EXIT_1_IS_AN_ANSWER)
+    return not (code == 1 and name in _EXIT_1_IS_AN_ANSWER)
 
 
 def _status(outcome: ShellOutcome) -> str:

@@ -1,194 +1,183 @@
-"""Is a bash command read-only? A fail-closed classifier over a real shell parse.
+"""Is a bash command read-only? An allow-list over a bounded, complete parse.
 
-The parser is **bashlex** (a Python port of bash's own yacc grammar), chosen
-over tree-sitter-bash because:
+A command is read-only (SAFE, may run in parallel) only if
 
-- it fails loudly: on anything it cannot parse (``case``, ``[[ ]]``,
-  arithmetic, ``select``, ``coproc``, unbalanced quotes) it raises, and a raise
-  means SEQUENTIAL. tree-sitter is error-tolerant by design: it returns a tree
-  with ERROR/MISSING nodes that every check would have to remember to look for,
-  so a gap fails open;
-- its nodes already separate what matters here: commands, pipelines, lists and
-  their operators, redirections with their targets, assignments, and the
-  command/process substitutions inside words (with positions into the source);
-- it is pure Python and already a dependency (no compiled grammar wheel).
+- it parsed completely within the time and size bounds (`parse_script`);
+- nothing in it assigns, evaluates arithmetic or subscripts, redirects output
+  to a file, runs in the background, defines a function, or uses syntax this
+  module does not know (the parse's *hazards*);
+- every simple command anywhere in it — in lists, pipelines, subshells,
+  command and input process substitutions, conditions — is read-only by the
+  built-in allow-list (`argv_read_only`: the command *and every option*) or
+  starts with a prefix the user declared read-only (`read_only_commands`).
 
-A command is read-only (SAFE) only if every node is one of the kinds below and
+Anything else is SEQUENTIAL, including any failure. With ``conservative=True``
+(no OS sandbox to make a wrong answer harmless) only a core of plain readers
+counts (`CONSERVATIVE`): no git, no find/sed/awk, no wrappers and no user
+prefixes.
 
-- every simple command is on the allow-list (`argv_read_only`) with literal
-  words where options matter (no glob, brace, expansion or substitution in the
-  words of ``sed``/``sort``/``find``/``git``/…, since a file named ``-i``
-  could become a flag);
-- no redirection writes a file (only ``/dev/null`` and fd duplications);
-- no assignment (``PATH=… ls`` picks another program), no background ``&``,
-  no function definition;
-- every command or input process substitution is itself read-only, and no
-  output process substitution ``>(…)`` appears.
-
-Anything else, including any exception, is SEQUENTIAL.
+The OS sandbox enforces what this decides; this decides what *may* overlap.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any
+import functools
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-import bashlex
+import anyio.to_thread
 
+from ..._exceptions import ConfigError
 from .._access import Concurrency
-from ._bash_commands import FLAG_SENSITIVE, argv_read_only
+from ._bash_commands import argv_read_only
+from ._bash_git import NO_TEXTCONV, git_read_only, git_subcommand
+from ._bash_parse import Script, SimpleCommand, Unparsed, parse_script
 
-__all__ = ["classify_bash", "is_read_only", "last_command_name"]
+__all__ = [
+    "ReadOnlyVerdict",
+    "classify_bash",
+    "is_read_only",
+    "last_command_name",
+    "parse_prefixes",
+    "read_only_form",
+    "read_only_verdict",
+    "read_only_verdict_async",
+]
 
-_NAME = re.compile(r"[A-Za-z0-9_.\[-]+\Z")
-_LIST_OPERATORS = frozenset({";", "&&", "||", "\n"})
-_OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
-_INPUT_REDIRECTS = frozenset({"<", "<&", "<<<"})
-_HEREDOC = frozenset({"<<", "<<-"})
-_LOOPS = frozenset({"if", "for", "while", "until"})
+Prefixes = tuple[tuple[str, ...], ...]
 
 
-def classify_bash(command: str) -> Concurrency:
+def parse_prefixes(prefixes: Iterable[str]) -> Prefixes:
+    """Split user read-only prefixes (``"bd show"``) into words.
+
+    Raises:
+        ConfigError: a prefix is empty, not a list item, or not shell words.
+    """
+    if isinstance(prefixes, str):
+        raise ConfigError("read_only_commands must be a list of command prefixes")
+    out: list[tuple[str, ...]] = []
+    for prefix in prefixes:
+        try:
+            words = tuple(shlex.split(prefix))
+        except (ValueError, AttributeError) as exc:
+            raise ConfigError(f"read-only command prefix {prefix!r}: {exc}") from exc
+        if not words or "/" in words[0]:
+            raise ConfigError(
+                f"read-only command prefix {prefix!r} must start with a command name"
+            )
+        out.append(words)
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOnlyVerdict:
+    """Whether a command is read-only, and if not, why."""
+
+    read_only: bool
+    """True: every part is known read-only."""
+    reason: str = ""
+    """Why it is not read-only (empty when it is)."""
+
+
+def _by_prefix(command: SimpleCommand, prefixes: Prefixes) -> bool:
+    return any(
+        len(command.words) >= len(p) and command.words[: len(p)] == p for p in prefixes
+    )
+
+
+def read_only_verdict(
+    command: str, *, read_only_commands: Prefixes = (), conservative: bool = False
+) -> ReadOnlyVerdict:
+    """Decide whether `command` is read-only (see module doc). Never raises."""
+    script = parse_script(command)
+    if isinstance(script, Unparsed):
+        return ReadOnlyVerdict(False, script.reason)
+    if script.hazards:
+        return ReadOnlyVerdict(False, script.hazards[0])
+    prefixes = () if conservative else read_only_commands
+    for part in script.commands:
+        if not (_by_prefix(part, prefixes) or argv_read_only(part.words, conservative)):
+            return ReadOnlyVerdict(False, f"not known read-only: {' '.join(part.raw)}")
+    return ReadOnlyVerdict(True)
+
+
+async def read_only_verdict_async(
+    command: str, *, read_only_commands: Prefixes = (), conservative: bool = False
+) -> ReadOnlyVerdict:
+    """`read_only_verdict` on a worker thread, so the event loop runs meanwhile.
+
+    The parse is bounded (`PARSE_DEADLINE`, `MAX_COMMAND_BYTES`), so a worker
+    thread always comes back: no thread is ever left stuck, and the pool's
+    threads are reused.
+    """
+    decide = functools.partial(
+        read_only_verdict,
+        command,
+        read_only_commands=read_only_commands,
+        conservative=conservative,
+    )
+    return await anyio.to_thread.run_sync(decide)
+
+
+def is_read_only(
+    command: str, *, read_only_commands: Prefixes = (), conservative: bool = False
+) -> bool:
+    """True if `command` provably only reads (see module doc)."""
+    return read_only_verdict(
+        command, read_only_commands=read_only_commands, conservative=conservative
+    ).read_only
+
+
+def classify_bash(
+    command: str, *, read_only_commands: Prefixes = (), conservative: bool = False
+) -> Concurrency:
     """SAFE if `command` provably only reads, else SEQUENTIAL (never raises)."""
-    return Concurrency.SAFE if is_read_only(command) else Concurrency.SEQUENTIAL
-
-
-def is_read_only(command: str) -> bool:
-    """True if a real parse shows `command` can write no file (see module doc)."""
-    if not command.strip():
-        return False
-    try:
-        trees = bashlex.parse(command)
-        return all(_node(tree, command) for tree in trees)
-    except Exception:  # unparsable or unexpected: fail closed
-        return False
+    safe = is_read_only(
+        command, read_only_commands=read_only_commands, conservative=conservative
+    )
+    return Concurrency.SAFE if safe else Concurrency.SEQUENTIAL
 
 
 def last_command_name(command: str) -> str | None:
-    """The name of the last simple command run at top level, if it is plain."""
-    try:
-        trees = bashlex.parse(command)
-    except Exception:  # no name when it cannot be parsed
+    """The literal name of the command whose status is the input's, if any.
+
+    Uses the cached parse of the classifier (no second parse of the same input).
+    """
+    script = parse_script(command)
+    if isinstance(script, Script) and script.last is not None:
+        return script.last.name
+    return None
+
+
+def read_only_form(command: str) -> str:
+    """`command` with textconv and external diff switched off in its git reads.
+
+    Only for commands classified read-only: every ``git diff/log/show/blame/…``
+    in it gets ``--no-textconv`` (and ``--no-ext-diff``) right after the
+    subcommand, so a driver configured in ``.git/config`` cannot run.
+    """
+    script = parse_script(command)
+    if isinstance(script, Unparsed):
+        return command
+    source = command.encode("utf-8")
+    inserts: list[tuple[int, bytes]] = []
+    for part in script.commands:
+        at = _git_insert(part)
+        if at is not None:
+            inserts.append(at)
+    for offset, flags in sorted(inserts, reverse=True):
+        source = source[:offset] + flags + source[offset:]
+    return source.decode("utf-8")
+
+
+def _git_insert(part: SimpleCommand) -> tuple[int, bytes] | None:
+    if part.name != "git" or not git_read_only(part.words[1:]):
         return None
-    node: Any = trees[-1] if trees else None
-    while node is not None and node.kind in ("list", "pipeline"):
-        parts = [p for p in node.parts if p.kind not in ("operator", "pipe")]
-        node = parts[-1] if parts else None
-    if node is None or node.kind != "command":
+    index = git_subcommand(part.words[1:])
+    if index is None:
         return None
-    words = [p for p in node.parts if p.kind == "word"]
-    return str(words[0].word) if words and not words[0].parts else None
-
-
-def _node(node: Any, src: str) -> bool:
-    kind = node.kind
-    if kind == "command":
-        return _command(node, src)
-    if kind == "list":
-        return all(
-            p.op in _LIST_OPERATORS if p.kind == "operator" else _node(p, src)
-            for p in node.parts
-        )
-    if kind == "pipeline":
-        return all(
-            p.kind == "pipe"
-            or (p.kind == "reservedword" and p.word == "!")
-            or (p.kind not in ("pipe", "reservedword") and _node(p, src))
-            for p in node.parts
-        )
-    if kind == "compound":
-        redirects = getattr(node, "redirects", None) or []
-        return all(_redirect(r, src) for r in redirects) and all(
-            p.kind == "reservedword" or _node(p, src) for p in node.list
-        )
-    if kind in _LOOPS:
-        return all(
-            p.kind == "reservedword"
-            or (_word(p, src) if p.kind == "word" else _node(p, src))
-            for p in node.parts
-        )
-    return False  # function definitions and anything unknown
-
-
-def _command(node: Any, src: str) -> bool:
-    words: list[Any] = []
-    for part in node.parts:
-        if part.kind == "word":
-            words.append(part)
-        elif part.kind == "redirect":
-            if not _redirect(part, src):
-                return False
-        else:
-            return False  # assignments and anything unknown
-    if not words:
-        return True  # only input redirections
-    if not all(_word(w, src) for w in words):
-        return False
-    name = words[0]
-    if not ((name.word == "[" or _literal(name, src)) and _NAME.match(name.word)):
-        return False
-    if name.word in FLAG_SENSITIVE and not all(_literal(w, src) for w in words[1:]):
-        return False
-    return argv_read_only([w.word for w in words])
-
-
-def _word(word: Any, src: str) -> bool:
-    """True if every expansion inside the word is harmless."""
-    for part in getattr(word, "parts", None) or []:
-        kind = part.kind
-        if kind == "parameter":
-            value = getattr(part, "value", "") or ""
-            if "$(" in value or "`" in value:
-                return False
-        elif kind == "commandsubstitution":
-            if not _node(part.command, src):
-                return False
-        elif kind == "processsubstitution":
-            if src[part.pos[0]] != "<" or not _node(part.command, src):
-                return False
-        elif kind != "tilde":
-            return False
-    return True
-
-
-def _literal(word: Any, src: str) -> bool:
-    """True if the word is the same text however the shell expands it."""
-    if getattr(word, "parts", None):
-        return False
-    raw = src[word.pos[0] : word.pos[1]]
-    quote = ""
-    escaped = False
-    for char in raw:
-        if escaped:
-            escaped = False
-        elif char == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            if char == quote:
-                quote = ""
-            elif char in "$`" and quote == '"':
-                return False
-        elif char in "'\"":
-            quote = char
-        elif char in "*?[{$`":
-            return False
-    return True
-
-
-def _redirect(node: Any, src: str) -> bool:
-    kind = node.type
-    target = node.output
-    if kind in _HEREDOC:
-        body = node.heredoc.value if getattr(node, "heredoc", None) else ""
-        return "$(" not in body and "`" not in body
-    if kind in _INPUT_REDIRECTS:
-        return not hasattr(target, "kind") or _word(target, src)
-    if kind in _OUTPUT_REDIRECTS:
-        if isinstance(target, int) or target == "-":
-            return True  # 2>&1, >&2, >&- : duplicate or close a descriptor
-        return (
-            hasattr(target, "kind")
-            and _literal(target, src)
-            and target.word == "/dev/null"
-        )
-    return False  # <> opens for writing too; anything unknown
+    flags = NO_TEXTCONV.get(str(part.words[1 + index]))
+    if flags is None:
+        return None
+    return part.spans[1 + index][1], f" {flags}".encode()

@@ -1,335 +1,371 @@
 """The read-only allow-list of the bash classifier: which argv can write nothing.
 
-`argv_read_only(argv)` answers for one simple command whose words are already
-known literally. Commands in `ALWAYS_READ_ONLY` have no option that writes a
-file or runs another program, so any arguments are fine. The commands in
-`_CHECKERS` are read-only only with some options (``sed`` without ``-i``,
-``sort`` without ``-o``, ``find`` without ``-delete``/``-exec``, ``git`` with a
-reading subcommand ...); their arguments must be literal (the classifier checks
-that no glob or expansion could smuggle a flag in) and pass the checker.
-Everything else, and every name with a ``/``, is not read-only.
+`argv_read_only(argv)` answers for one simple command. A command is read-only
+only if its name is listed in `COMMANDS` *and* every option it is given is
+listed in that command's `OptionSpec` (exact names: abbreviations, unknown
+options and option-running-programs are never listed). A few commands need a
+further look at their operands (the sed script, the awk program, find's
+expression, date's operand). Words that depend on an expansion (None) are
+accepted only where no option could hurt (`OptionSpec.any_word`).
+
+`CONSERVATIVE` is the core used when no OS sandbox backs the classifier: plain
+readers and filters whose whole option set is harmless.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ._bash_git import git_read_only
+from ._bash_options import OptionSpec, first_operand, option_width, options_ok, spec
+from ._bash_sed import sed_script_read_only
 
-__all__ = ["ALWAYS_READ_ONLY", "FLAG_SENSITIVE", "argv_read_only"]
+__all__ = ["COMMANDS", "CONSERVATIVE", "argv_read_only"]
 
-ALWAYS_READ_ONLY = frozenset(
-    {
-        "[", "arch", "b2sum", "base64", "basename", "cat", "cd", "cksum", "cmp",
-        "column", "comm", "cut", "df", "diff", "dirname", "du", "echo", "egrep",
-        "expand", "false", "fgrep", "fold", "grep", "groups", "head", "hexdump",
-        "id", "jq", "ls", "md5sum", "nl", "nproc", "od", "paste", "printenv",
-        "printf", "ps", "pwd", "readlink", "realpath", "rev", "seq", "sha1sum",
-        "sha256sum", "sha512sum", "sleep", "stat", "strings", "tac", "tail",
-        "test", "tr", "true", "type", "uname", "unexpand", "wc", "which", "whoami",
-    }
+Argv = Sequence[str | None]
+
+
+def _awk_program(ops: list[str]) -> bool:
+    danger = ("system", "|", ">", "getline", "@", "ENVIRON", "PROCINFO")
+    return bool(ops) and not any(d in ops[0] for d in danger)
+
+
+def _date_operands(ops: list[str]) -> bool:
+    return all(op.startswith("+") for op in ops)  # `date MMDDhhmm` sets the clock
+
+
+_SORT = spec(
+    "bdfgiMhnRrVcCsuz", "kt",
+    "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort "
+    "ignore-nonprinting month-sort human-numeric-sort numeric-sort random-sort "
+    "reverse version-sort check stable unique zero-terminated debug",
+    "key field-separator sort",
 )  # fmt: skip
-"""Commands with no writing or program-running option: any arguments are fine."""
+_GREP = spec(
+    "EFGPiywxcLlmoqsbHhnTZzrRIUavVa", "efmABCdD",
+    "extended-regexp fixed-strings basic-regexp perl-regexp ignore-case no-ignore-case "
+    "word-regexp line-regexp null-data no-messages invert-match version help count "
+    "files-with-matches files-without-match only-matching quiet silent byte-offset "
+    "with-filename no-filename line-number initial-tab null text recursive "
+    "dereference-recursive line-buffered",
+    "regexp file max-count label after-context before-context context "
+    "binary-files devices directories exclude exclude-from exclude-dir include group-separator",
+    "color colour",
+    any_word=True,
+)  # fmt: skip
+
+COMMANDS: dict[str, OptionSpec] = {
+    "cat": spec("AbeEnstTuv", "", "show-all number-nonblank show-ends number squeeze-blank "
+                "show-tabs show-nonprinting", any_word=True),
+    "head": spec("qvz", "cn", "quiet silent verbose zero-terminated", "bytes lines",
+                 digits=True, any_word=True),
+    "tail": spec("fFqvzr", "cnsm", "follow retry quiet silent verbose zero-terminated",
+                 "bytes lines sleep-interval pid max-unchanged-stats", digits=True,
+                 any_word=True),
+    "wc": spec("clmwL", "", "bytes chars lines words max-line-length", "files0-from total",
+               any_word=True),
+    "ls": spec("aAbBcCdfFgGhHiklLmnNopqQrRsStuUvwxXZ1", "IwT",
+               "all almost-all author escape directory dereference dereference-command-line "
+               "classify file-type full-time group-directories-first no-group "
+               "human-readable si inode kibibytes literal numeric-uid-gid hide-control-chars "
+               "show-control-chars quote-name recursive reverse size context zero",
+               "block-size hide ignore format indicator-style quoting-style sort time "
+               "time-style tabsize width", "color colour hyperlink", any_word=True),
+    "grep": _GREP, "egrep": _GREP, "fgrep": _GREP,
+    "echo": spec(any_word=True),
+    "pwd": spec("LP"),
+    "cd": spec("LPe@", max_positionals=1, any_word=True),
+    "true": spec(any_word=True), "false": spec(any_word=True), ":": spec(any_word=True),
+    "basename": spec("asz", "s", "multiple zero", "suffix", any_word=True),
+    "dirname": spec("z", "", "zero", any_word=True),
+    "realpath": spec("eEmLPqsz", "", "canonicalize-existing canonicalize-missing logical "
+                     "physical quiet strip no-symlinks zero", "relative-to relative-base",
+                     any_word=True),
+    "readlink": spec("efmnqsvz", "", "canonicalize canonicalize-existing canonicalize-missing "
+                     "no-newline quiet silent verbose zero", any_word=True),
+    "stat": spec("LfLt", "c", "dereference file-system terse", "format printf",
+                 any_word=True),
+    "du": spec("0abcDhHklLmPsSx", "dBt", "null all apparent-size bytes total "
+               "dereference-args human-readable si dereference no-dereference summarize "
+               "separate-dirs one-file-system count-links inodes", "max-depth block-size "
+               "threshold exclude time-style", "time", any_word=True),
+    "df": spec("ahHiklPTx", "Bt", "all human-readable si inodes local portability "
+               "print-type total", "block-size type exclude-type output", any_word=True),
+    "cut": spec("snz", "bcfd", "complement only-delimited zero-terminated",
+                "bytes characters fields delimiter output-delimiter", any_word=True),
+    "tr": spec("cCdst", "", "complement delete squeeze-repeats truncate-set1",
+               any_word=True),
+    "sort": _SORT,
+    "uniq": spec("cdDiuz", "fsw", "count repeated ignore-case unique zero-terminated",
+                 "skip-fields skip-chars check-chars", "all-repeated group",
+                 max_positionals=1),
+    "diff": spec("abBdeEfilnNpqrstTuwy", "CUDFISWxX",
+                 "text ignore-blank-lines minimal ignore-tab-expansion ed "
+                 "ignore-case ignore-file-name-case no-ignore-file-name-case "
+                 "new-file normal brief recursive report-identical-files side-by-side "
+                 "expand-tabs initial-tab ignore-all-space ignore-space-change "
+                 "ignore-trailing-space strip-trailing-cr suppress-common-lines "
+                 "left-column show-c-function speed-large-files no-dereference "
+                 "unidirectional-new-file suppress-blank-empty",
+                 "exclude exclude-from ignore-matching-lines label show-function-line "
+                 "width from-file to-file horizontal-lines tabsize",
+                 "unified context color"),
+    "cmp": spec("blsz", "in", "print-bytes verbose quiet silent", "ignore-initial bytes",
+                max_positionals=4),
+    "comm": spec("123z", "", "check-order nocheck-order total zero-terminated",
+                 "output-delimiter", any_word=True),
+    "nl": spec("p", "bdfhilnsvw", "no-renumber", "body-numbering section-delimiter "
+               "footer-numbering header-numbering line-increment join-blank-lines "
+               "number-format number-separator starting-line-number number-width",
+               max_positionals=1),
+    "tac": spec("br", "s", "before regex", "separator", any_word=True),
+    "rev": spec(any_word=True),
+    "od": spec("bcdfilosvx", "AjNtSw", "output-duplicates traditional",
+               "address-radix skip-bytes read-bytes format strings", "width",
+               any_word=True),
+    "hexdump": spec("bcCdovx", "enfsL", any_word=True),
+    "strings": spec("afw", "nteTs", "all print-file-name include-all-whitespace",
+                    "bytes radix encoding target output-separator", any_word=True),
+    "base64": spec("di", "w", "decode ignore-garbage", "wrap", max_positionals=1),
+    "md5sum": spec("bctwz", "", "binary check tag text ignore-missing quiet status strict "
+                   "warn zero", any_word=True),
+    "column": spec("tnxejd", "csoNRHW", "table", "separator output-separator",
+                   max_positionals=None, any_word=True),
+    "fold": spec("bs", "w", "bytes spaces", "width", any_word=True, digits=True),
+    "expand": spec("i", "t", "initial", "tabs", any_word=True, digits=True),
+    "unexpand": spec("a", "t", "all first-only", "tabs", any_word=True),
+    "paste": spec("sz", "d", "serial zero-terminated", "delimiters", any_word=True),
+    "seq": spec("w", "fs", "equal-width", "format separator", any_word=True),
+    "sleep": spec(max_positionals=4, any_word=True),
+    "nproc": spec("", "", "all", "ignore"),
+    "printenv": spec("0", "", "null", any_word=True),
+    "id": spec("agGnruzZ", "", "context group groups name real user zero", any_word=True),
+    "whoami": spec(), "groups": spec(any_word=True), "arch": spec(), "tty": spec(),
+    "uname": spec("asnrvmpio", "", "all kernel-name nodename kernel-release "
+                  "kernel-version machine processor hardware-platform operating-system"),
+    "which": spec("a", any_word=True),
+    "type": spec("afptP", any_word=True),
+    "file": spec("bcEhiklLNnprsSz0", "eFfmP", "brief checking-printout dereference "
+                 "no-dereference mime mime-type mime-encoding keep-going list "
+                 "no-pad no-buffer preserve-date raw special-files uncompress "
+                 "uncompress-noreport print0 extension apple", "exclude "
+                 "exclude-quiet separator magic-file parameter files-from"),
+    "jq": spec("nrjacsSCMeR", "f", "null-input raw-input slurp compact-output "
+               "raw-output join-output ascii-output sort-keys color-output "
+               "monochrome-output tab exit-status seq stream raw-output0",
+               "indent arg argjson slurpfile rawfile args jsonargs from-file"),
+    "date": spec("uIR", "dfr", "utc universal rfc-email debug", "date file reference",
+                 "iso-8601 rfc-3339", check=_date_operands),
+    "hostname": spec("fsiIdaA", "", "fqdn short ip-address all-ip-addresses domain alias "
+                     "all-fqdns long", max_positionals=0),
+    "test": spec(any_word=False),
+    "[": spec(any_word=False),
+    "printf": spec(any_word=False),
+    "sed": spec(),
+    "awk": spec("", "Fv", "", "field-separator assign", check=_awk_program),
+    "rg": spec("aiIlLnNopqsSuvwxHhFUcCAB0",
+               "efgmtTABCEjMrd",
+               "count count-matches files files-with-matches files-without-match "
+               "fixed-strings follow hidden ignore-case invert-match json line-number "
+               "no-line-number no-filename with-filename no-heading heading no-ignore "
+               "no-ignore-vcs no-ignore-dot no-ignore-parent no-ignore-global "
+               "no-messages null only-matching quiet smart-case case-sensitive "
+               "word-regexp line-regexp vimgrep trim multiline multiline-dotall "
+               "pcre2 text unrestricted sort-files stats type-list no-config "
+               "column byte-offset passthru crlf binary follow debug",
+               "regexp glob iglob type type-not max-count max-depth after-context "
+               "before-context context encoding sort sortr max-columns replace "
+               "threads max-filesize context-separator field-match-separator "
+               "path-separator colors type-add engine",
+               "color"),
+    "tree": spec("adflifFgpusDhqvrtcUNQ", "LPIH", "noreport dirsfirst prune du si "
+                 "gitignore", "filelimit charset sort", any_word=True),
+}  # fmt: skip
+"""Every command known to be read-only with the options listed."""
+
+for _name in ("sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum",
+              "cksum"):  # fmt: skip
+    COMMANDS[_name] = COMMANDS["md5sum"]
+
+CONSERVATIVE = frozenset(
+    {"cat", "head", "tail", "wc", "ls", "grep", "egrep", "fgrep", "echo", "pwd", "true",
+     "false", ":", "basename", "dirname", "realpath", "cut", "tr", "comm", "tac", "rev",
+     "nl", "od", "paste", "seq", "printenv", "id", "whoami", "uname", "stat", "du",
+     "df", "md5sum", "sha1sum", "sha256sum", "sha512sum", "test", "["}
+)  # fmt: skip
+"""Commands still read-only without an OS sandbox: plain readers and filters."""
+
+_TEST_FORBIDDEN = frozenset({"-v", "-R"})  # evaluate an array subscript
 
 
-def _short_flags(arg: str) -> str:
-    """The letters of a short-option cluster (``-ni`` → ``ni``), else ``""``."""
-    return arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
+def _test(args: Argv) -> bool:
+    """Check `test` / `[`: only literal words, never the subscript-evaluating -v / -R."""
+    return all(a is not None and a not in _TEST_FORBIDDEN for a in args)
 
 
-def _positionals(args: list[str], takes_value: frozenset[str]) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in takes_value:
-            skip = True
-        elif not arg.startswith("-") or arg == "-":
-            out.append(arg)
-    return out
+def _printf(args: Argv) -> bool:
+    """printf: never ``-v`` (assigns a variable), and a known first word."""
+    return bool(args) and args[0] is not None and not args[0].startswith("-v")
 
 
-# -- sed -----------------------------------------------------------------------
-
-_SED_ADDRESS = re.compile(
-    r"(?:\d+(?:~\d+)?|\$|/(?:[^/\\]|\\.)*/[IM]*)"
-    r"(?:\s*,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/[IM]*|[+~]\d+))?\s*!?\s*"
-)
-_SED_SIMPLE = set("pdqQ=lnNPDhHgGxz}")
-_SED_TO_EOL = set("aicrRbtT:")  # text, a file to read, or a label, up to the line end
-_SED_S_FLAGS = re.compile(r"[gpiImM0-9]*")
-
-
-def _sed_delimited(script: str, i: int, parts: int) -> int:
-    """Index after `parts` delimited fields starting at the delimiter script[i]."""
-    delim = script[i]
-    if delim in "\\\n":
-        return -1
-    i += 1
-    for _ in range(parts):
-        while i < len(script) and script[i] != delim:
-            i += 2 if script[i] == "\\" else 1
-        if i >= len(script):
-            return -1
-        i += 1
-    return i
+_FIND_ZERO = frozenset(
+    {"-print", "-print0", "-prune", "-quit", "-true", "-false", "-empty", "-readable",
+     "-writable", "-executable", "-depth", "-follow", "-xdev", "-mount", "-noleaf",
+     "-daystart", "-not", "-a", "-o", "-and", "-or", "!", "(", ")", ",", "-nouser",
+     "-nogroup", "-ignore_readdir_race", "-noignore_readdir_race"}
+)  # fmt: skip
+_FIND_ONE = frozenset(
+    {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex",
+     "-iregex", "-type", "-xtype", "-size", "-mtime", "-mmin", "-atime", "-amin",
+     "-ctime", "-cmin", "-newer", "-anewer", "-cnewer", "-user", "-group", "-perm",
+     "-maxdepth", "-mindepth", "-links", "-inum", "-samefile", "-uid", "-gid", "-used",
+     "-fstype", "-lname", "-ilname", "-regextype", "-printf"}
+)  # fmt: skip
 
 
-def _sed_command_end(script: str, i: int) -> int:
-    """Index just after the sed command at script[i], or -1 if it may write."""
-    cmd = script[i]
-    if cmd in "sy":
-        i = _sed_delimited(script, i + 1, 2)
-        if i < 0:
-            return -1
-        flags = _SED_S_FLAGS.match(script, i)
-        return flags.end() if flags else i
-    if cmd in _SED_TO_EOL:
-        end = script.find("\n", i)
-        return len(script) if end < 0 else end
-    if cmd in _SED_SIMPLE:
-        i += 1
-        while i < len(script) and script[i].isdigit():
-            i += 1
-        return i
-    return -1  # w, W, e and anything unknown
-
-
-def _sed_script_read_only(script: str) -> bool:
-    """True if a sed script only prints and edits the stream (no w, W, e)."""
+def _find(args: Argv) -> bool:
+    """find: leading -H/-L/-P, start paths, then only known tests and -print*."""
     i = 0
-    while i < len(script):
-        if script[i] in " \t\n;":
+    while i < len(args) and args[i] in ("-H", "-L", "-P"):
+        i += 1
+    while (
+        i < len(args)
+        and args[i] is not None
+        and not str(args[i]).startswith(("-", "(", "!"))
+    ):
+        i += 1  # start points
+    while i < len(args):
+        arg = args[i]
+        if arg in _FIND_ZERO:
             i += 1
-            continue
-        match = _SED_ADDRESS.match(script, i)
-        i = match.end() if match and match.end() > i else i
-        if i >= len(script):
-            return False
-        if script[i] == "{":  # a block: its commands follow directly
-            i += 1
-            continue
-        i = _sed_command_end(script, i)
-        if i < 0 or (i < len(script) and script[i] not in " \t\n;}"):
-            return False
+        elif arg in _FIND_ONE and i + 1 < len(args) and args[i + 1] is not None:
+            i += 2
+        else:
+            return False  # -exec, -delete, -fprint, -ok, unknown, or an expansion
     return True
 
 
-_SED_LONG_FLAGS = frozenset(
-    {"--quiet", "--silent", "--regexp-extended", "--posix", "--separate",
-     "--unbuffered", "--null-data", "--debug", "--sandbox", "--"}
-)  # fmt: skip
+_SED = spec("nErsuz", "l", "quiet silent regexp-extended posix separate unbuffered "
+            "null-data debug sandbox", "line-length")  # fmt: skip
 
 
-def _sed_options(args: list[str]) -> tuple[list[str], list[str]] | None:
-    """(scripts given by -e, positional words), or None for a writing option."""
+def _sed_cluster(arg: str, nxt: str | None, scripts: list[str]) -> int:
+    """Words used by a short cluster (1 or 2), 0 if not allowed; -e adds a script."""
+    head, e, glued = arg[1:].partition("e")
+    if not e:
+        return option_width(arg, [nxt], _SED)
+    if head and option_width("-" + head, [], _SED) != 1:
+        return 0
+    if glued:
+        scripts.append(glued)
+        return 1
+    if nxt is None:
+        return 0
+    scripts.append(nxt)
+    return 2
+
+
+def _sed(args: Argv) -> bool:
+    """sed: scripts from -e / --expression (or the first operand) print only."""
     scripts: list[str] = []
-    positional: list[str] = []
-    it = iter(args)
-    for arg in it:
-        if arg.startswith("--expression="):
-            scripts.append(arg.split("=", 1)[1])
-        elif arg.startswith("--"):
-            if arg not in _SED_LONG_FLAGS:
-                return None  # --in-place, --file, unknown
-        elif not _short_flags(arg):
-            positional.append(arg)
-        else:
-            flags = _short_flags(arg)
-            head, _, rest = flags.partition("e")
-            if any(letter not in "nErsuz" for letter in head):
-                return None  # -i (in place), -f (unreadable script), unknown
-            if "e" in flags:
-                scripts.append(rest if rest else next(it, ""))
-    return scripts, positional
-
-
-def _sed(args: list[str]) -> bool:
-    parsed = _sed_options(args)
-    if parsed is None:
-        return False
-    scripts, positional = parsed
-    if not scripts and positional:
-        scripts.append(positional[0])
-    return bool(scripts) and all(_sed_script_read_only(s) for s in scripts)
-
-
-# -- other option-sensitive commands --------------------------------------------
-
-
-def _sort(args: list[str]) -> bool:
-    for arg in args:
-        if arg.startswith(("--output", "--compress-program")) or "o" in _short_flags(
-            arg
-        ):
-            return False
-    return True
-
-
-_FIND_ACTIONS = frozenset(
-    {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0",
-     "-fprintf", "-fls"}
-)  # fmt: skip
-
-
-def _find(args: list[str]) -> bool:
-    return not any(arg in _FIND_ACTIONS for arg in args)
-
-
-_AWK_DANGER = ("system", "|", ">", "getline")
-
-
-def _awk(args: list[str]) -> bool:
-    it = iter(args)
-    program: str | None = None
-    for arg in it:
-        if program is not None:
-            continue  # input files
-        if arg in ("-F", "-v"):
-            next(it, None)
-        elif arg.startswith(("-F", "-v")) and len(arg) > 2:
-            continue
-        elif arg == "--":
-            program = next(it, None)
-        elif arg.startswith("-"):
-            return False  # -f, -i, -o, -p, -d, -l ... read or write files
-        else:
-            program = arg
-    return program is not None and not any(d in program for d in _AWK_DANGER)
-
-
-def _rg(args: list[str]) -> bool:
-    return not any(arg == "--pre" or arg.startswith("--pre=") for arg in args)
-
-
-def _tree(args: list[str]) -> bool:
-    return not any(arg.startswith("-o") for arg in args)
-
-
-def _file(args: list[str]) -> bool:
-    return not any(arg == "--compile" or "C" in _short_flags(arg) for arg in args)
-
-
-def _date(args: list[str]) -> bool:
-    it = iter(args)
-    for arg in it:
-        if arg in ("-d", "-r", "-f", "--date", "--reference", "--file"):
-            next(it, None)
-        elif arg.startswith("+") or arg.startswith(("--date=", "--reference=")):
-            continue
-        elif arg.startswith("--set") or "s" in _short_flags(arg):
-            return False
-        elif not arg.startswith("-"):
-            return False  # `date MMDDhhmm` sets the clock
-    return True
-
-
-_HOSTNAME_READ = frozenset(
-    {"-f", "-s", "-i", "-I", "-d", "-a", "-A", "--fqdn", "--short", "--ip-address",
-     "--all-ip-addresses", "--domain", "--alias", "--all-fqdns"}
-)  # fmt: skip
-
-
-def _hostname(args: list[str]) -> bool:
-    return all(arg in _HOSTNAME_READ for arg in args)
-
-
-def _uniq(args: list[str]) -> bool:
-    return len(_positionals(args, frozenset({"-f", "-s", "-w"}))) <= 1  # 2nd = output
-
-
-def _xxd(args: list[str]) -> bool:
-    values = frozenset({"-c", "-g", "-l", "-s", "-o", "-n", "-cols", "-len", "-seek"})
-    return len(_positionals(args, values)) <= 1  # a 2nd positional is the output file
-
-
-def _env(args: list[str]) -> bool:
-    return all(arg in ("-0", "--null") for arg in args)  # otherwise it runs a command
-
-
-_XARGS_VALUE = frozenset({"-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"})
-_XARGS_FLAG = frozenset(
-    {"-0", "-r", "-t", "-x", "--null", "--no-run-if-empty", "--verbose"}
-)
-
-
-_XARGS_LONG_VALUE = frozenset(
-    {"--max-args", "--max-procs", "--delimiter", "--max-lines", "--arg-file"}
-)
-
-
-def _xargs_flag(arg: str) -> bool:
-    """True for an xargs option that carries its value (or needs none)."""
-    return (
-        arg in _XARGS_FLAG
-        or (arg[:2] in _XARGS_VALUE and len(arg) > 2)
-        or arg.split("=", 1)[0] in _XARGS_LONG_VALUE
-    )
-
-
-def _xargs(args: list[str]) -> bool:
-    """Check ``xargs``: it appends unknown words, so only flag-proof commands pass."""
+    files: list[str] = []
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg in _XARGS_VALUE:
-            i += 2
-        elif _xargs_flag(arg):
-            i += 1
-        elif arg.startswith("-"):
-            return False  # -p prompts; unknown options
+        nxt = args[i + 1] if i + 1 < len(args) else None
+        used = 1
+        if arg is None:
+            return False
+        if arg.startswith("--expression="):
+            scripts.append(arg.partition("=")[2])
+        elif arg.startswith("--"):
+            used = option_width(arg, [nxt], _SED)
+        elif arg.startswith("-") and arg != "-":
+            used = _sed_cluster(arg, nxt, scripts)
         else:
-            break
-    rest = args[i:]
-    return not rest or (rest[0] in ALWAYS_READ_ONLY and argv_read_only(rest))
+            files.append(arg)
+        if used == 0:
+            return False
+        i += used
+    if not scripts and files:
+        scripts.append(files[0])
+    return bool(scripts) and all(sed_script_read_only(x) for x in scripts)
 
 
-def _timeout(args: list[str]) -> bool:
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in ("-s", "-k", "--signal", "--kill-after") else 1
-    return i + 1 < len(args) and argv_read_only(args[i + 1 :])
+def _echo(args: Argv) -> bool:
+    return True  # echo prints its words, whatever they are
 
 
-def _command(args: list[str]) -> bool:
-    if args and args[0] in ("-v", "-V"):
-        return True
-    rest = args[1:] if args and args[0] == "-p" else args
-    return bool(rest) and argv_read_only(rest)
+def _xxd(args: Argv) -> bool:
+    s = spec("abeEiprRuC", "cglsnoS", "", "", max_positionals=1)
+    return options_ok(args, s) and not any(a in ("-r", "-R") for a in args if a)
 
 
-_CHECKERS: dict[str, Callable[[list[str]], bool]] = {
-    "awk": _awk,
-    "command": _command,
-    "date": _date,
-    "env": _env,
-    "file": _file,
+_CHECKERS: dict[str, Callable[[Argv], bool]] = {
+    "test": _test,
+    "[": _test,
+    "sed": _sed,
+    "echo": _echo,
+    "ps": _echo,  # ps only reports: no option writes a file or runs a program
+    "true": _echo,
+    "false": _echo,
+    ":": _echo,
+    "printf": _printf,
     "find": _find,
     "git": git_read_only,
-    "hostname": _hostname,
-    "rg": _rg,
-    "sed": _sed,
-    "sort": _sort,
-    "timeout": _timeout,
-    "tree": _tree,
-    "uniq": _uniq,
-    "xargs": _xargs,
     "xxd": _xxd,
 }
 
+_WRAPPERS = frozenset({"timeout", "nice", "command", "xargs", "env", "time"})
+_TIMEOUT = spec("fv", "sk", "foreground preserve-status verbose", "signal kill-after")
+_NICE = spec("", "n", "", "adjustment")
+_XARGS = spec("0rtx", "nIPdLsEa", "null no-run-if-empty verbose exit",
+              "max-args max-procs delimiter max-lines arg-file max-chars eof")  # fmt: skip
 
-FLAG_SENSITIVE = frozenset(_CHECKERS)
-"""Commands read-only only with some options; their words must be literal."""
+
+def _inner(args: Argv, options: OptionSpec, skip: int = 0) -> Argv | None:
+    """The command a wrapper runs (after its options and `skip` operands), or None."""
+    start = first_operand(args, options)
+    if start is None or start + skip >= len(args):
+        return None
+    return args[start + skip :]
 
 
-def argv_read_only(argv: list[str]) -> bool:
-    """True if running `argv` (literal words) can write no file and run nothing else."""
-    if not argv or "/" in argv[0]:
+def _wrapped(name: str, args: Argv, conservative: bool) -> bool:
+    """Read-only verdict for a wrapper command: its own options and what it runs."""
+    if name == "env":
+        return all(a in ("-0", "--null") for a in args)  # otherwise it runs a command
+    if name == "command" and args and args[0] in ("-v", "-V"):
+        return all(a is not None for a in args)
+    inner: Argv | None = args or None
+    if name == "timeout":
+        inner = _inner(args, _TIMEOUT, skip=1)
+    elif name == "nice":
+        inner = _inner(args, _NICE)
+    elif name == "xargs":
+        inner = _inner(args, _XARGS)
+        if inner is None:
+            return first_operand(args, _XARGS) == len(args)  # xargs alone runs echo
+        known = COMMANDS.get(str(inner[0]))
+        if known is None or not known.any_word:
+            return False  # xargs appends words it reads: only any-word commands
+    return inner is not None and argv_read_only(inner, conservative)
+
+
+def argv_read_only(argv: Argv, conservative: bool = False) -> bool:
+    """True if running `argv` can write no file and run nothing unlisted.
+
+    `conservative` limits the answer to `CONSERVATIVE` commands (no OS sandbox).
+    """
+    if not argv or argv[0] is None or "/" in argv[0]:
         return False
-    name = argv[0]
-    if name in ALWAYS_READ_ONLY:
-        return True
+    name, args = argv[0], argv[1:]
+    if name in _WRAPPERS:
+        return not conservative and _wrapped(name, args, conservative)
+    if conservative and name not in CONSERVATIVE:
+        return False
     checker = _CHECKERS.get(name)
-    return checker is not None and checker(argv[1:])
+    if checker is not None:
+        return checker(args)
+    known = COMMANDS.get(name)
+    return known is not None and options_ok(args, known)

@@ -1,0 +1,221 @@
+"""What a bash permission rule is matched against: every command the input runs.
+
+A rule such as ``bash(rm:*)`` must hold for ``echo hi && rm -f x``, for
+``$(rm x)``, for ``bash -c 'rm x'``, ``eval rm x``, ``sudo rm x``,
+``find . -exec rm {} +`` and every other way a command can sit inside another.
+`ShellCommand` is the bash tool's permission subject: still the command text
+(a ``str``), plus `parts()`:
+
+- `CommandParts.exact` — the commands an *allow* rule must cover, each of them.
+  Transparent wrappers (``timeout``, ``nice``, ``nohup``, ``time``,
+  ``command``, ``builtin``, ``stdbuf``, ``exec``) and ``bash -c`` / ``eval``
+  strings are looked through: the inner command is what must be allowed. Other
+  wrappers (``sudo``, ``env``, ``xargs``, ``find -exec`` ...) are parts
+  themselves *and* contribute their inner command.
+- `CommandParts.possible` — a superset for *deny* and *ask* rules: every simple
+  command, every inner command, and for wrappers every suffix of their words
+  (so an option we don't know, ``sudo -X rm``, cannot hide the command).
+
+`parts()` is None when the input cannot be fully parsed (too long, malformed,
+too slow, arithmetic that bash may re-read as subshells — ``((rm x))`` — a
+``bash -c`` string that is not literal, nesting deeper than
+`MAX_DEPTH`, more than `MAX_PARTS` candidates): then no allow rule matches and
+every deny rule of the tool does (fail closed).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ._bash_options import OptionSpec, first_operand, spec
+from ._bash_parse import Unparsed, parse_script
+
+__all__ = ["CommandParts", "ShellCommand", "command_parts"]
+
+Words = tuple[str | None, ...]
+
+MAX_DEPTH = 4
+"""Nesting of ``bash -c`` / ``eval`` / wrappers looked through."""
+
+MAX_PARTS = 4096
+"""More candidate commands than this: treated as unparseable."""
+
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "busybox"})
+
+_TRANSPARENT: dict[str, tuple[OptionSpec, int]] = {
+    "timeout": (spec("fv", "sk", "foreground preserve-status verbose",
+                     "signal kill-after"), 1),
+    "nice": (spec("", "n", "", "adjustment"), 0),
+    "nohup": (spec(), 0),
+    "time": (spec("pv", "fo", "portability verbose append", "format output"), 0),
+    "command": (spec("p"), 0),
+    "builtin": (spec(), 0),
+    "exec": (spec("cl", "a"), 0),
+    "stdbuf": (spec("", "ioe", "", "input output error"), 0),
+}  # fmt: skip
+"""Wrappers whose inner command alone must be allowed: (options, operands before it)."""
+
+_WRAPPERS: dict[str, tuple[OptionSpec, int]] = {
+    "sudo": (spec("AbEeHiKklnPSsVh", "CDghprtTUu", "preserve-env login non-interactive "
+                  "shell stdin", "chdir group host prompt role type command-timeout "
+                  "user other-user close-from"), 0),
+    "doas": (spec("ns", "uC"), 0),
+    "env": (spec("0iv", "uCS", "ignore-environment null debug", "unset chdir split-string"),
+            0),
+    "xargs": (spec("0rtxp", "nIPdLsEai", "null no-run-if-empty verbose exit interactive",
+                   "max-args max-procs delimiter max-lines arg-file max-chars eof replace"),
+              0),
+    "watch": (spec("bcegtx", "dnq", "beep color errexit chgexit no-title exec",
+                   "differences interval equexit"), 0),
+    "ionice": (spec("t", "cnp", "", "class classdata pid"), 0),
+    "setsid": (spec("cfw"), 0),
+    "chrt": (spec("abdefimoprRv", "DPT"), 1),
+    "flock": (spec("sxunoFE", "wc", "shared exclusive unlock nonblock close no-fork",
+                   "timeout conflict-exit-code command"), 1),
+    "strace": (spec("fFcCwqrtTvVxyz", "eoOpPsSuUIaXb"), 0),
+    "unbuffer": (spec("p"), 0),
+}  # fmt: skip
+"""Wrappers that are commands in their own right and run another."""
+
+_FIND_RUNNERS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+
+
+@dataclass(frozen=True, slots=True)
+class CommandParts:
+    """The commands a bash input runs, for permission rules."""
+
+    exact: tuple[Words, ...]
+    """Each must be covered by an allow rule for the input to be allowed."""
+    possible: tuple[Words, ...]
+    """Any of these matching a deny (or ask) rule denies (or asks for) the input."""
+
+
+class ShellCommand(str):
+    """A bash command used as a permission subject: the text, plus its parts."""
+
+    __slots__ = ()
+
+    def parts(self) -> CommandParts | None:
+        """The commands it runs (see module doc); None if it cannot be parsed."""
+        return command_parts(str(self))
+
+
+class _TooComplex(Exception):
+    """Nesting or fan-out beyond the bounds: treat the input as unparseable."""
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.exact: list[Words] = []
+        self.possible: list[Words] = []
+
+    def add_possible(self, words: Words) -> None:
+        self.possible.append(words)
+        if len(self.possible) > MAX_PARTS:
+            raise _TooComplex
+
+    def script(self, text: str, depth: int, *, exact: bool) -> None:
+        """Add every command of a nested script (``bash -c``, ``eval``)."""
+        if depth > MAX_DEPTH:
+            raise _TooComplex
+        parsed = parse_script(text)
+        if isinstance(parsed, Unparsed) or parsed.opaque:
+            raise _TooComplex
+        for command in parsed.commands:
+            self.command(command.words, depth, exact=exact)
+
+    def command(self, words: Words, depth: int, *, exact: bool) -> None:
+        """Add one simple command and whatever it runs."""
+        if depth > MAX_DEPTH:
+            raise _TooComplex
+        if not words:
+            return
+        self.add_possible(words)
+        name = words[0]
+        if name is not None and "/" in name:
+            name = name.rsplit("/", 1)[1]
+            words = (name, *words[1:])
+            self.add_possible(words)
+        if name in _SHELLS and self._shell(words, depth, exact=exact):
+            return
+        if name == "eval":
+            self._eval(words, depth, exact=exact)
+            return
+        if name in _TRANSPARENT:
+            self._wrapper(words, _TRANSPARENT[name], depth, exact=exact, itself=False)
+            return
+        if name in _WRAPPERS:
+            self._wrapper(words, _WRAPPERS[name], depth, exact=exact, itself=True)
+            return
+        if exact:
+            self.exact.append(words)
+        if name == "find":
+            self._find(words, depth, exact=exact)
+
+    def _shell(self, words: Words, depth: int, *, exact: bool) -> bool:
+        """``bash -c STRING``: the string's commands; False if there is no -c.
+
+        Every short option cluster holding ``c`` anywhere is taken to introduce
+        a script (an over-approximation: options with values are not skipped).
+        """
+        found = False
+        for i, word in enumerate(words[1:], start=1):
+            if word is None:
+                raise _TooComplex
+            if word.startswith("-") and not word.startswith("--") and "c" in word:
+                if i + 1 >= len(words) or words[i + 1] is None:
+                    raise _TooComplex
+                self.script(str(words[i + 1]), depth + 1, exact=exact)
+                found = True
+        return found
+
+    def _eval(self, words: Words, depth: int, *, exact: bool) -> None:
+        if any(w is None for w in words[1:]):
+            raise _TooComplex
+        self.script(" ".join(str(w) for w in words[1:]), depth + 1, exact=exact)
+
+    def _wrapper(
+        self,
+        words: Words,
+        wrapper: tuple[OptionSpec, int],
+        depth: int,
+        *,
+        exact: bool,
+        itself: bool,
+    ) -> None:
+        options, skip = wrapper
+        args = words[1:]
+        start = first_operand(args, options)
+        if words[0] == "env":  # NAME=value words come before the command
+            while start is not None and start < len(args) and "=" in str(args[start]):
+                start += 1
+        inner = None if start is None or start + skip >= len(args) else start + skip
+        if exact and (itself or inner is None):
+            self.exact.append(words)
+        if inner is not None:
+            self.command(args[inner:], depth + 1, exact=exact)
+        for i in range(1, len(words)):
+            self.command(words[i:], depth + 1, exact=False)
+
+    def _find(self, words: Words, depth: int, *, exact: bool) -> None:
+        i = 0
+        while i < len(words):
+            if words[i] in _FIND_RUNNERS:
+                end = i + 1
+                while end < len(words) and words[end] not in (";", "+"):
+                    end += 1
+                self.command(words[i + 1 : end], depth + 1, exact=exact)
+                i = end
+            i += 1
+
+
+@functools.lru_cache(maxsize=256)
+def command_parts(command: str) -> CommandParts | None:
+    """Every command `command` runs, for permission rules (see module doc)."""
+    collector = _Collector()
+    try:
+        collector.script(command, 0, exact=True)
+    except _TooComplex:
+        return None
+    return CommandParts(tuple(collector.exact), tuple(collector.possible))
