@@ -79,7 +79,9 @@ async def test_a_writer_forced_through_the_parallel_path_writes_nothing(
     tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "data.txt").write_text("data\n")
-    monkeypatch.setattr(bash_module, "classify_bash", lambda _: tw.Concurrency.SAFE)
+    monkeypatch.setattr(
+        bash_module, "classify_bash", lambda *_, **__: tw.Concurrency.SAFE
+    )
     script = [
         # exit 0 despite the refused write, so the failure does not abort t2
         _turn(
@@ -114,7 +116,9 @@ async def test_a_writer_forced_through_the_parallel_path_writes_nothing(
 async def test_without_the_retry_no_file_is_left_behind(
     tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bash_module, "classify_bash", lambda _: tw.Concurrency.SAFE)
+    monkeypatch.setattr(
+        bash_module, "classify_bash", lambda *_, **__: tw.Concurrency.SAFE
+    )
     outside = tmp_path / "outside"
     outside.mkdir()
     workspace = tmp_path / "ws"

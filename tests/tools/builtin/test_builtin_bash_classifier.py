@@ -654,7 +654,8 @@ def test_read_only_commands_run_in_parallel(command: str) -> None:
 def test_traps_are_exclusive(command: str) -> None:
     assert classify_bash(command) is Concurrency.SEQUENTIAL
     assert read_only_verdict(command).reason != ""
-    assert not _gate_parallel(command)
+    if command:  # "" fails the input schema: the gate answers it without running it
+        assert not _gate_parallel(command)
 
 
 @pytest.mark.parametrize("command", COMPOSITIONS)

@@ -239,7 +239,7 @@ async def test_timeout_kills_a_confined_group(
 
 def _say_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The classifier is wrong: it calls every command read-only."""
-    monkeypatch.setattr(bash_module, "classify_bash", lambda _: Concurrency.SAFE)
+    monkeypatch.setattr(bash_module, "classify_bash", lambda *_, **__: Concurrency.SAFE)
 
 
 async def test_a_call_judged_read_only_runs_read_only_whatever_the_mode(
