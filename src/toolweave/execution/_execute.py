@@ -14,6 +14,7 @@ import anyio.lowlevel
 from .._exceptions import StopRun, ToolError
 from ..events import Event, ToolProgress
 from ..tools import Interrupt, Tool, ToolContext
+from ..tools._cancel import cancelled_from_outside, is_cancellation
 from ._output import ToolOutput
 
 __all__ = ["Executed", "ProgressReporter", "emit_safely", "execute"]
@@ -100,7 +101,11 @@ def _describe(exc: Exception) -> str:
 
 
 async def _call(tool: Tool, args: dict[str, object], ctx: ToolContext) -> Executed:
-    """Call the tool; map ToolOutput, StopRun and exceptions. Cancellation propagates."""
+    """Call the tool; map ToolOutput, StopRun and exceptions.
+
+    Real cancellation, KeyboardInterrupt and SystemExit propagate. A
+    cancellation exception nothing outside asked for is the tool's own error.
+    """
     try:
         output = await tool.call(args, ctx)
     except StopRun as exc:
@@ -111,6 +116,13 @@ async def _call(tool: Tool, args: dict[str, object], ctx: ToolContext) -> Execut
     ) as exc:  # ModelRetry and ToolError included: their text is for the model
         logger.debug("tool %s failed", tool.name, exc_info=exc)
         return Executed(error=_describe(exc))
+    except BaseException as exc:
+        if is_cancellation(exc) and not cancelled_from_outside():
+            return Executed(
+                error=f"{type(exc).__name__} raised by the tool itself (nothing"
+                " cancelled it)"
+            )
+        raise
     if isinstance(output, ToolOutput):
         return Executed(output=output.content, modifier=output.context_modifier)
     return Executed(output=output)

@@ -202,6 +202,8 @@ class Agent:
                     raise
                 if not run.done:
                     run.interrupt()
+        if run.fatal is not None:
+            raise run.fatal  # a tool's KeyboardInterrupt/SystemExit, as itself
 
     async def run_stream(
         self, prompt: str, *, history: Sequence[Message] = ()

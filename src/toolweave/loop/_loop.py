@@ -31,6 +31,7 @@ from ..events import Warning as WarningEvent
 from ..execution import RunStartInput
 from ..messages import Message, StopReason, Text, Usage
 from ..models import ModelRequest
+from ..scheduling import results_of
 from ..tools import reporting_declaration_errors
 from ._budget import BudgetDecision
 from ._clock import fast_clock
@@ -368,7 +369,14 @@ class RunLoop:
 
     async def _run_tools(self, step: RunTools) -> Step:
         stream = await self.eager.settle() if self.eager is not None else None
-        results = await self.batcher.run(step.response.tool_calls, stream)
+        try:
+            results = await self.batcher.run(step.response.tool_calls, stream)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # A tool raised it: record the batch (every call answered), then let it go.
+            answered = results_of(exc)
+            if answered is not None:
+                self.conversation.append(Message("user", tuple(answered)))
+            raise
         return AfterTools(step.response, results)
 
     def _after_tools(self, step: AfterTools) -> Step:

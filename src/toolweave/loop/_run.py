@@ -11,6 +11,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .._exceptions import UsageError
 from ..events import CompletionReason, Event
+from ..tools._cancel import sole_fatal
 from ._result import RunResult, finished_event
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ class AgentRun:
         self._done = anyio.Event()
         self.result: RunResult | None = None
         """The result, once the run ended."""
+        self.fatal: BaseException | None = None
+        """A tool's KeyboardInterrupt/SystemExit: `Agent.open_run` re-raises it as itself."""
 
     @property
     def run_id(self) -> str:
@@ -107,7 +110,7 @@ class AgentRun:
                     await self._drive_with_deadline()
                 finally:
                     if loop.result is None:  # cancelled from outside: end honestly
-                        loop.result = _cancelled(loop)
+                        loop.result = _cancelled(loop, self.fatal)
                         _send_quietly(send, finished_event(loop.result))
                     self.result = loop.result
         finally:
@@ -120,7 +123,7 @@ class AgentRun:
         loop = self._loop
         deadline = loop.budget.deadline
         if deadline is None:
-            await loop.drive()
+            await self._drive_capturing_fatal()
             return
         async with anyio.create_task_group() as tg:
 
@@ -132,8 +135,23 @@ class AgentRun:
                 )
 
             tg.start_soon(watch)
-            await loop.drive()
+            await self._drive_capturing_fatal()
             tg.cancel_scope.cancel()
+
+    async def _drive_capturing_fatal(self) -> None:
+        """Drive the loop; keep a tool's KeyboardInterrupt/SystemExit for the caller.
+
+        Raised here it would hit this task's task group (a BaseExceptionGroup on
+        trio) or abort asyncio's event loop; `Agent.open_run` re-raises it in the
+        caller's task once the run ended and its transcript is complete.
+        """
+        try:
+            await self._loop.drive()
+        except BaseException as exc:
+            fatal = sole_fatal(exc)  # unwrapped from the loop's own task group
+            if fatal is None:
+                raise
+            self.fatal = fatal
 
 
 def _send_quietly(send: MemoryObjectSendStream[Event], event: Event) -> None:
@@ -143,9 +161,17 @@ def _send_quietly(send: MemoryObjectSendStream[Event], event: Event) -> None:
         send.send_nowait(event)
 
 
-def _cancelled(loop: RunLoop) -> RunResult:
-    """The result of a run cancelled from outside; calls it left open are answered."""
-    loop.close_open_calls("the run was cancelled")
+def _cancelled(loop: RunLoop, fatal: BaseException | None) -> RunResult:
+    """The result of a run cancelled from outside (or ended by a tool's `fatal`).
+
+    Calls it left open are answered.
+    """
+    why = (
+        f"a tool raised {type(fatal).__name__}"
+        if fatal is not None
+        else "the run was cancelled"
+    )
+    loop.close_open_calls(why)
     costs = loop.costs
     return RunResult(
         loop.conversation.last_assistant_text(),
@@ -155,6 +181,6 @@ def _cancelled(loop: RunLoop) -> RunResult:
         model_usage=costs.by_model,
         cost=costs.cost,
         iterations=loop.iteration,
-        detail="the run was cancelled from outside",
+        detail=why if fatal is not None else "the run was cancelled from outside",
         run_id=loop.run_id,
     )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, final
 
 from ..events import Event, ToolResultReady, ToolUseStarted
 from ..messages import ToolCall, ToolResult
-from ..scheduling import classify
+from ..scheduling import attach_results, classify, results_of
 from ._eager import EagerBatch, Spawn
 from ._tracing import NULL_SPAN, Span, Tracer
 
@@ -171,21 +171,27 @@ class ToolBatcher:
         A checkpoint. Never raises for a tool's fault; the lifecycle's aggregate
         result budget is applied to the batch before it is returned.
         """
-        if stream is not None:
-            stream.finish()
-            results = await stream.harvest()
-            calls = (
-                stream.calls
-            )  # the calls as run (same order; the keys they ran under)
-        else:
-            results = await self._dispatcher.dispatch(
-                calls,
-                self._registry,
-                self.run_call,
-                self._on_started,
-                self._on_completed,
-                interrupt=self._halt,
-            )
+        try:
+            if stream is not None:
+                stream.finish()
+                results = await stream.harvest()
+                # the calls as run (same order; the keys they ran under)
+                calls = stream.calls
+            else:
+                results = await self._dispatcher.dispatch(
+                    calls,
+                    self._registry,
+                    self.run_call,
+                    self._on_started,
+                    self._on_completed,
+                    interrupt=self._halt,
+                )
+        except (KeyboardInterrupt, SystemExit) as exc:
+            answered = results_of(exc)  # a tool raised it; the batch is answered
+            if answered is not None:
+                run = stream.calls if stream is not None else calls
+                attach_results(exc, self._runner.finish_batch(answered, run))
+            raise
         return tuple(self._runner.finish_batch(results, calls))
 
     def refuse_truncated(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:

@@ -11,6 +11,8 @@ from ._dispatcher import DispatcherStatistics as DispatcherStatistics
 from ._gate import CallPlan as CallPlan
 from ._gate import classify as classify
 from ._interrupt import InterruptToken as InterruptToken
+from ._results import attach_results as attach_results
+from ._results import results_of as results_of
 from ._stream import ToolStream as ToolStream
 
 __all__ = [
@@ -21,5 +23,7 @@ __all__ = [
     "InterruptToken",
     "PolicyName",
     "ToolStream",
+    "attach_results",
     "classify",
+    "results_of",
 ]

@@ -26,9 +26,17 @@ import anyio
 
 from ..messages import ToolCall, ToolResult
 from ..tools import Interrupt, ToolRegistry
+from ..tools._cancel import cancelled_from_outside, is_cancellation, is_fatal
 from ._gate import CallPlan, classify
 from ._policies import Planner
-from ._results import coerce_result, not_run, runner_failed, stopped_while_running
+from ._results import (
+    attach_results,
+    coerce_result,
+    fatal_raised,
+    not_run,
+    runner_failed,
+    stopped_while_running,
+)
 from ._spawn import Spawner
 
 if TYPE_CHECKING:
@@ -84,12 +92,26 @@ def fire_completed(
 
 
 async def invoke(runner: Runner, call: ToolCall) -> ToolResult:
-    """Run one call through the runner; a fault becomes an error result."""
+    """Run one call through the runner; a fault becomes an error result.
+
+    A cancellation exception that nothing outside asked for (the tool raised
+    CancelledError by itself) is a fault too. Real cancellation, KeyboardInterrupt
+    and SystemExit propagate (the batch answers the call and re-raises the latter).
+    """
     try:
         result = await runner(call)
     except Exception as exc:
         return runner_failed(call, exc)
+    except BaseException as exc:
+        if is_cancellation(exc) and not cancelled_from_outside():
+            return runner_failed(call, exc)
+        raise
     return coerce_result(call, result)
+
+
+def fatal_reason(exc: BaseException) -> str:
+    """Why the rest of a batch is stopped after a tool raised `exc`."""
+    return f"a tool raised {type(exc).__name__}"
 
 
 class Batch:
@@ -147,6 +169,8 @@ class Batch:
         """The whole batch's scope (dispatch batches): a forced close cancels it."""
         self.fallback_scope: anyio.CancelScope | None = None
         """Scope of a call the close fallback runs on the caller (force_close cancels it)."""
+        self.fatal: BaseException | None = None
+        """The first KeyboardInterrupt/SystemExit a call raised; re-raised once all are answered."""
 
     @property
     def on_started(self) -> StartedListener | None:
@@ -270,6 +294,7 @@ class Batch:
     async def _run(self, index: int, token: object) -> None:
         call = self.calls[index]
         result: ToolResult | None = None
+        fatal: BaseException | None = None
         try:
             if self._selective:
                 with anyio.CancelScope() as scope:
@@ -277,9 +302,17 @@ class Batch:
                     result = await self._wait_and_invoke(index, call)
             else:
                 result = await self._wait_and_invoke(index, call)
+        except BaseException as exc:
+            if not is_fatal(exc):
+                raise
+            # Caught here, in the call's own task, so it never reaches the task
+            # group (no BaseExceptionGroup on trio, no event-loop abort on asyncio).
+            fatal, result = exc, fatal_raised(call, exc)
         finally:
             self._scopes[index] = None
             self._host.release(token, self._limiter)
+        if fatal is not None:
+            self._on_fatal(fatal)
         if result is not None:
             self._record(index, result)
         elif self._state[index] is _State.RUNNING:
@@ -360,6 +393,15 @@ class Batch:
             if plan.tool.abort_siblings_on_error:
                 self._cancel(index, why)
 
+    def _on_fatal(self, exc: BaseException) -> None:
+        # Stop like a user interrupt: what may be cancelled is, the rest is answered.
+        if self.fatal is None:
+            self.fatal = exc
+            self.halt(
+                fatal_reason(exc),
+                cancel_running=lambda p: p.interrupt is Interrupt.CANCEL,
+            )
+
     def _cancel(self, index: int, why: str) -> None:
         if self._why[index] is None:
             self._why[index] = why
@@ -435,6 +477,17 @@ class Batch:
         self._host.waiting -= 1
         self._record(index, result)
         self._mark_done(index)
+
+    def harvest(self) -> list[ToolResult]:
+        """The results in call order; re-raises a tool's KeyboardInterrupt/SystemExit.
+
+        The fatal exception leaves with the results attached (`results_of`), so
+        the caller can record every answered call before it goes on.
+        """
+        results = self.collected()
+        if self.fatal is not None:
+            raise attach_results(self.fatal, results)
+        return results
 
     def collected(self) -> list[ToolResult]:
         """The results in call order; every call must have one."""

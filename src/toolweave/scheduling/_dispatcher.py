@@ -12,6 +12,7 @@ import anyio
 
 from ..messages import ToolCall, ToolResult
 from ..tools import ToolRegistry
+from ..tools._cancel import sole_fatal
 from ..tools._threads import thread_limiter
 from ._batch import (
     CLOSED,
@@ -236,7 +237,7 @@ class Dispatcher:
             if unsubscribe:
                 unsubscribe()
             self._forget(batch)
-        return batch.collected()
+        return batch.harvest()
 
     async def _finish_batch(
         self,
@@ -331,7 +332,7 @@ class Dispatcher:
             reset = thread_limiter.set(self._get_host().threads)
             stream = ToolStream.live(self, batch, registry, runner, token)
             try:
-                async with open_spawner() as tg:
+                async with _unwrapping(batch), open_spawner() as tg:
                     batch.attach(tg)
                     tg.start_soon(batch.admit_all)
                     try:
@@ -344,6 +345,8 @@ class Dispatcher:
                 if unsubscribe:
                     unsubscribe()
                 self._forget(batch)
+            if batch.fatal is not None and not stream.harvested:
+                raise batch.fatal  # a discarded attempt's tool raised it
 
     async def aclose(self, drain_timeout: float | None = None) -> None:
         """Stop taking new work, drain running calls, then cancel what is left.
@@ -370,6 +373,21 @@ class Dispatcher:
             for batch in list(self._batches):
                 batch.force_close()
             await self._idle.wait()
+
+
+@asynccontextmanager
+async def _unwrapping(batch: Batch) -> AsyncIterator[None]:
+    """Let a tool's KeyboardInterrupt/SystemExit out of the stream's task group as itself.
+
+    `harvest` raises it inside the block; a trio nursery would wrap it in a
+    BaseExceptionGroup, which the caller of the loop must never see.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        if batch.fatal is not None and sole_fatal(group) is batch.fatal:
+            raise batch.fatal from None
+        raise
 
 
 @asynccontextmanager

@@ -8,11 +8,16 @@ import logging
 from ..messages import ToolCall, ToolResult
 
 __all__ = [
+    "attach_results",
     "coerce_result",
+    "fatal_raised",
     "not_run",
+    "results_of",
     "runner_failed",
     "stopped_while_running",
 ]
+
+_RESULTS_ATTR = "toolweave_results"
 
 logger = logging.getLogger("toolweave.scheduling")
 
@@ -39,13 +44,46 @@ def stopped_while_running(call: ToolCall, why: str) -> ToolResult:
 
 
 def runner_failed(call: ToolCall, exc: BaseException) -> ToolResult:
-    """The error result of a runner that raised instead of returning a result."""
+    """The error result of a runner that raised instead of returning a result.
+
+    Also used for a cancellation exception the runner raised by itself (nothing
+    outside cancelled it): that is the tool's error, not a cancellation.
+    """
     logger.exception("runner raised for call %s (%s)", call.id, call.name, exc_info=exc)
     return ToolResult(
         call.id,
         f"Error: the tool {call.name!r} failed: {type(exc).__name__}: {exc}",
         is_error=True,
     )
+
+
+def fatal_raised(call: ToolCall, exc: BaseException) -> ToolResult:
+    """The error result of a call whose tool raised KeyboardInterrupt or SystemExit.
+
+    The exception itself is re-raised to the dispatch's caller once every call of
+    the batch is answered; this is what the transcript records for the call.
+    """
+    return ToolResult(
+        call.id,
+        f"Error: the tool {call.name!r} raised {type(exc).__name__}; the run stops.",
+        is_error=True,
+    )
+
+
+def attach_results(exc: BaseException, results: list[ToolResult]) -> BaseException:
+    """Attach a batch's results (call order) to the fatal exception that ends it."""
+    setattr(exc, _RESULTS_ATTR, results)
+    return exc
+
+
+def results_of(exc: BaseException) -> list[ToolResult] | None:
+    """The batch results `Dispatcher.dispatch` attached to a KeyboardInterrupt/SystemExit.
+
+    None if `exc` did not come out of a dispatch. The caller records them (every
+    call answered) before letting the exception go on.
+    """
+    results: list[ToolResult] | None = getattr(exc, _RESULTS_ATTR, None)
+    return results
 
 
 def coerce_result(call: ToolCall, result: object) -> ToolResult:

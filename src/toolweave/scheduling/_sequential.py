@@ -14,18 +14,20 @@ import anyio
 
 from ..messages import ToolCall, ToolResult
 from ..tools import Interrupt, Tool, ToolRegistry
+from ..tools._cancel import is_fatal
 from ._batch import (
     INTERRUPTED,
     CompletedListener,
     Runner,
     StartedListener,
+    fatal_reason,
     fire_completed,
     fire_started,
     invoke,
 )
 from ._interrupt import InterruptToken
 from ._modifiers import apply_modifiers
-from ._results import not_run, stopped_while_running
+from ._results import attach_results, fatal_raised, not_run, stopped_while_running
 
 __all__ = ["prepare", "run_sequential"]
 
@@ -40,13 +42,20 @@ async def run_sequential(
     on_completed: CompletedListener | None,
     interrupt: InterruptToken | None,
 ) -> list[ToolResult]:
-    """Run `calls` one after another in the calling task; results in call order."""
+    """Run `calls` one after another in the calling task; results in call order.
+
+    A tool's KeyboardInterrupt/SystemExit answers its call, leaves the rest not
+    run, and is re-raised with the results attached once all are answered.
+    """
     results: list[ToolResult] = []
     sibling_failure: str | None = None
+    fatal: BaseException | None = None
     for call in calls:
         tool = registry.get(call.name)
         declares_abort = tool is not None and tool.abort_siblings_on_error
-        if interrupt is not None and interrupt.is_set():
+        if fatal is not None:
+            result = not_run(call, fatal_reason(fatal))
+        elif interrupt is not None and interrupt.is_set():
             result = not_run(call, INTERRUPTED)
         elif sibling_failure is not None and declares_abort:
             result = not_run(call, sibling_failure)
@@ -55,12 +64,21 @@ async def run_sequential(
                 await prepare(tool)
             fire_started(on_started, call)
             cancellable = tool is None or tool.interrupt is Interrupt.CANCEL
-            result = await _run_one(call, runner, interrupt if cancellable else None)
+            try:
+                result = await _run_one(
+                    call, runner, interrupt if cancellable else None
+                )
+            except BaseException as exc:
+                if not is_fatal(exc):
+                    raise
+                fatal, result = exc, fatal_raised(call, exc)
             if result.is_error and not result.synthetic and declares_abort:
                 sibling_failure = f"sibling {call.name} failed"
         fire_completed(on_completed, call, result)
         apply_modifiers([result])
         results.append(result)
+    if fatal is not None:
+        raise attach_results(fatal, results)
     return results
 
 

@@ -140,4 +140,4 @@ class ToolStream:
             self._batch, self._registry, self._runner, self._token
         )
         self.harvested = True
-        return self._batch.collected()
+        return self._batch.harvest()
