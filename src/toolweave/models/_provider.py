@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._exceptions import ModelError
+from .._exceptions import ModelConnectionError, ModelError
 from ..messages import StopReason
 from ._base import Model, ModelRequest, StreamChunk, StreamEnd, ToolUseReady
 from ._capabilities import (
@@ -190,6 +190,7 @@ class ProviderModel(Model):
         most three attempts, and only the first request that meets each refusal.
         """
         with_tools = bool(request.tools)
+        stale_connection = False
         while True:
             send_flag = with_tools and self.sends_parallel_flag
             streamed = self._streams(with_tools=with_tools)
@@ -205,12 +206,20 @@ class ProviderModel(Model):
                 mapped = self._map_error(exc)
                 if mapped is None:
                     raise
+                if stale_connection and isinstance(mapped, ModelConnectionError):
+                    stale_connection = False  # see below; once only
+                    continue
                 if not self._learn(exc, mapped, send_flag, probing):
                     raise mapped from exc
                 continue
             if peeked is not None:
                 return peeked, True
             self._refused_streaming("it ended the stream before sending anything")
+            # A server that gives up after the headers closes the connection
+            # right after; the client may already have pooled it. The whole
+            # request sent next may meet that dead connection: it gets one
+            # more try on a fresh one.
+            stale_connection = True
 
     def _learn(
         self, exc: Exception, mapped: ModelError, send_flag: bool, probing: bool

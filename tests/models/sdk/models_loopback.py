@@ -49,7 +49,12 @@ class SseReply:
         return [e + "\n\n" for e in self.raw.strip("\n").split("\n\n") if e.strip()]
 
 
-Reply = JsonReply | SseReply
+@dataclass(frozen=True)
+class Hangup:
+    """Close the connection without a response, as a server whose socket died does."""
+
+
+Reply = JsonReply | SseReply | Hangup
 
 
 def fixture(provider: str, name: str, **substitutions: object) -> SseReply:
@@ -143,6 +148,8 @@ class LoopbackServer:
             )
         if isinstance(reply, JsonReply):
             _send_json(handler, reply)
+        elif isinstance(reply, Hangup):
+            _cut(handler)
         else:
             _send_sse(handler, reply)
 

@@ -15,7 +15,14 @@ import logging
 from typing import Any
 
 import pytest
-from models_loopback import FIXTURES, JsonReply, LoopbackServer, SseReply, fixture
+from models_loopback import (
+    FIXTURES,
+    Hangup,
+    JsonReply,
+    LoopbackServer,
+    SseReply,
+    fixture,
+)
 from models_sdk_cases import CASE_IDS, CASES, Case
 
 from toolweave import (
@@ -179,6 +186,38 @@ async def test_a_stream_ended_before_its_first_event_is_a_refusal(
     assert len(first.tool_calls) == 3
     assert [streamed(r.body) for r in server.requests] == [True, False, False]
     assert len(warnings) == 1 and "before sending anything" in warnings[0].message
+
+
+async def test_after_an_empty_stream_a_dead_connection_gets_one_more_try(
+    case: Case, server: LoopbackServer
+) -> None:
+    """Seen for real: the server closes the connection after its empty stream, the
+    client pools it, and the whole request sent next meets a dead socket."""
+    server.script(SseReply(""), Hangup(), whole(case, "tools"))
+    async with case.open(server, on_warning=lambda event: None) as model:
+        response = await model.complete(WITH_TOOLS)
+    assert len(response.tool_calls) == 3
+    assert [streamed(r.body) for r in server.requests] == [True, False, False]
+
+
+async def test_the_extra_try_after_an_empty_stream_is_only_one(
+    case: Case, server: LoopbackServer
+) -> None:
+    server.script(SseReply(""), Hangup(), Hangup())
+    async with case.open(server, on_warning=lambda event: None) as model:
+        with pytest.raises(ModelConnectionError):
+            await model.complete(WITH_TOOLS)
+    assert len(server.requests) == 3
+
+
+async def test_a_dead_connection_without_a_refusal_is_raised_at_once(
+    case: Case, server: LoopbackServer
+) -> None:
+    server.script(Hangup())
+    async with case.open(server) as model:
+        with pytest.raises(ModelConnectionError):
+            await model.complete(WITH_TOOLS)
+    assert len(server.requests) == 1
 
 
 async def test_a_streamed_text_answer_does_not_prove_streaming_with_tools(
