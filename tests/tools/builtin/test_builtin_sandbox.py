@@ -407,3 +407,37 @@ async def test_a_confined_command_cannot_signal_processes_outside(
     finally:
         outsider.kill()
         outsider.wait()
+
+
+async def test_a_cancelled_workspace_write_call_still_removes_its_tmp(
+    root: Path, state: SessionState, backend: Backend
+) -> None:
+    fifo = root / "tmp.fifo"
+    os.mkfifo(fifo)
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend=backend)
+    command = "echo $TMPDIR > tmp.fifo; sleep 300"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, tool, {"command": command}, state)
+        # rendezvous: the read returns once the command is running
+        tmp = Path((await anyio.to_thread.run_sync(fifo.read_text)).strip())
+        assert _exists(tmp)
+        tg.cancel_scope.cancel()
+    assert not _exists(tmp)
+
+
+@pytest.mark.usefixtures("landlock")
+async def test_a_cancelled_call_still_has_its_git_changes_undone(
+    root: Path, state: SessionState
+) -> None:
+    _git_repo(root)
+    config = (root / ".git/config").read_bytes()
+    fifo = root / "go.fifo"
+    os.mkfifo(fifo)
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend="landlock")
+    command = "echo '[core] pager = evil' >> .git/config; echo in > go.fifo; sleep 300"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, tool, {"command": command}, state)
+        await anyio.to_thread.run_sync(fifo.read_text)  # rendezvous: it wrote
+        assert (root / ".git/config").read_bytes() != config
+        tg.cancel_scope.cancel()
+    assert (root / ".git/config").read_bytes() == config

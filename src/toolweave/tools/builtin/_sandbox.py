@@ -213,9 +213,10 @@ class Sandbox:
             if guard is not None:
                 confinement.restored = guard.restore()
             if tmp is not None:
-                await anyio.to_thread.run_sync(
-                    lambda: shutil.rmtree(tmp, ignore_errors=True)
-                )
+                with anyio.CancelScope(shield=True):  # cancelled calls clean up too
+                    await anyio.to_thread.run_sync(
+                        lambda: shutil.rmtree(tmp, ignore_errors=True)
+                    )
 
     def _spawner(self, backend: Backend, tmp: Path | None, cwd: Path) -> Spawner:
         """Starts a command confined by `backend`; `tmp` given = workspace-write."""
