@@ -474,3 +474,41 @@ async def test_a_failure_with_no_matching_failure_hook(tmp_path: Path) -> None:
     assert await runner(call("1", "fails")) == ToolResult(
         "1", "RuntimeError: nope", is_error=True
     )
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_in_its_post_hooks_says_it_finished_and_keeps_its_change(
+    tmp_path: Path,
+) -> None:
+    """Issue 13 item 11d: the tool ran; only its PostToolUse hooks were cut."""
+    applied: list[str] = []
+    inside = anyio.Event()
+
+    @tool
+    async def change() -> ToolOutput:
+        """Change shared context."""
+        return ToolOutput("secret", context_modifier=lambda: applied.append("x"))
+
+    hooks = Hooks()
+
+    @hooks.post_tool_use
+    async def hold(data: PostToolUseInput) -> None:
+        inside.set()
+        await anyio.sleep_forever()
+
+    runner = ToolRunner(registry_with(change), state=make_state(tmp_path), hooks=hooks)
+    results: list[ToolResult] = []
+    async with anyio.create_task_group() as tg:
+
+        async def one() -> None:
+            results.append(await runner(call("c1", "change")))
+
+        tg.start_soon(one)
+        await inside.wait()
+        tg.cancel_scope.cancel()
+    (result,) = results
+    assert result.is_error and not result.synthetic
+    assert "finished" in result.text and "secret" not in result.text
+    assert result.context_modifier is not None
+    result.context_modifier()
+    assert applied == ["x"]

@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import final
 
+import anyio
+
 from .._exceptions import ToolInputError
 from ..events import Event, ToolRunning
 from ..events import Warning as WarningEvent
@@ -34,6 +36,12 @@ from ._signals import BatchSignals, CallFailed, SignalCollector
 __all__ = ["RunnerStatistics", "ToolRunner"]
 
 logger = logging.getLogger("toolweave.execution")
+
+_POST_HOOKS_CUT = (
+    "Interrupted after the tool {tool!r} finished, while its PostToolUse hooks ran:"
+    " its effects happened, but its output is withheld because the hooks that"
+    " check it did not finish."
+)
 
 _MAX_LISTED_TOOLS = 20
 _DEFAULT_CONFIG = ExecutionConfig()
@@ -318,6 +326,19 @@ class ToolRunner:
             # The tool ran: its context change happened whatever the hook did.
             failed.modifier = executed.modifier
             raise
+        except anyio.get_cancelled_exc_class():
+            # Interrupted while its PostToolUse hooks ran: the tool *finished*, so
+            # "stopped before it finished" would be untrue and its context change
+            # would be lost. Answer so, keep the change, and withhold the output
+            # (fail closed: an unfinished hook may have had to redact it).
+            # Cancellation is level-triggered: an outer cancel fires again at the
+            # caller's next checkpoint, so nothing is swallowed for good.
+            return ToolResult(
+                call.id,
+                _POST_HOOKS_CUT.format(tool=tool.name),
+                is_error=True,
+                context_modifier=executed.modifier,
+            )
 
     async def _pre_hooks(
         self,
