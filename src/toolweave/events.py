@@ -23,11 +23,13 @@ __all__ = [
     "CompletionReason",
     "DeclarationViolation",
     "Event",
+    "FileRead",
     "IterationStarted",
     "LoopTransition",
     "MessageAppended",
     "ModelCallFinished",
     "ModelCallStarted",
+    "ReadStateChanged",
     "ReasoningDelta",
     "Retry",
     "RunFinished",
@@ -331,6 +333,36 @@ class TranscriptReplaced:
     """anyio time of the event."""
 
 
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """One file the session has read (or written): what the read-before-edit guard knows."""
+
+    path: str
+    """The absolute path."""
+    mtime_ns: int
+    """Its modification time when last read or written."""
+    size: int
+    """Its size then."""
+    ranges: tuple[tuple[int, int | None], ...] = ()
+    """Line spans shown since it last changed: (first line, lines shown or None = to the end)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadStateChanged:
+    """The session's read ledger changed during a tool batch; `files` is all of it now.
+
+    Recorded with the session, so a resumed session knows what it had read:
+    an edit of a file read before works, and a stale read (the file changed on
+    disk since) is still refused.
+    """
+
+    files: tuple[FileRead, ...]
+    """Every file known to the session, sorted by path."""
+    _: KW_ONLY
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
 Event: TypeAlias = (
     RunStarted
     | IterationStarted
@@ -350,5 +382,6 @@ Event: TypeAlias = (
     | RunFinished
     | MessageAppended
     | TranscriptReplaced
+    | ReadStateChanged
 )
 """Any event a run can emit."""

@@ -12,6 +12,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
+from ..events import FileRead
 from ..loop import Agent
 from ..messages import Message
 from ..models import Model
@@ -102,6 +103,8 @@ class _Launch:
     model_spec: str
     prompt: str
     history: Sequence[Message] = ()
+    read_files: Sequence[FileRead] = ()
+    """What a resumed session had read (restored so read-before-edit knows it)."""
 
 
 def _model(options: RunOptions, loaded: LoadedSettings) -> tuple[Model, str]:
@@ -154,7 +157,9 @@ def _agent(
         results_dir=results_dir_beside(launch.store.path, launch.session.id),
     )
     system = coding_system_prompt(launch.workspace, settings.system)
-    return Agent(launch.model, registry, system=system, config=config)
+    agent = Agent(launch.model, registry, system=system, config=config)
+    agent.state.read_files.restore(launch.read_files)
+    return agent
 
 
 async def _launch_async(launch: _Launch) -> DriveResult:
@@ -317,6 +322,7 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
         model_spec=spec,
         prompt=plan.prompt,
         history=plan.history,
+        read_files=plan.read_files,
     )
     return _finish(launch)
 

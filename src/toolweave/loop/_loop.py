@@ -25,6 +25,7 @@ from ..events import (
     Event,
     IterationStarted,
     LoopTransition,
+    ReadStateChanged,
     RunStarted,
 )
 from ..events import Warning as WarningEvent
@@ -137,6 +138,7 @@ class RunLoop:
         self._spawn: Spawn | None = None
         self._schedule: Schedule | None = None
         self._metadata = {"run_id": run_id}
+        self._read_state = setup.state.read_files.snapshot()
 
     # -- the driver -------------------------------------------------------------------
 
@@ -377,7 +379,15 @@ class RunLoop:
             if answered is not None:
                 self.conversation.append(Message("user", tuple(answered)))
             raise
+        self._report_read_state()
         return AfterTools(step.response, results)
+
+    def _report_read_state(self) -> None:
+        """Emit the read ledger if the batch changed it (a session stores it for resume)."""
+        files = self.setup.state.read_files.snapshot()
+        if files != self._read_state:
+            self._read_state = files
+            self.emit(ReadStateChanged(files, at=self.clock()))
 
     def _after_tools(self, step: AfterTools) -> Step:
         halted = self.control.halted

@@ -29,6 +29,7 @@ from ._resume import RESUME_PROMPT as RESUME_PROMPT
 from ._resume import ResumePlan as ResumePlan
 from ._resume import lost_result as lost_result
 from ._resume import prepare_resume as prepare_resume
+from ._resume import read_state as read_state
 from ._resume import skipped_result as skipped_result
 from ._sqlite import DEFAULT_BLOB_THRESHOLD as DEFAULT_BLOB_THRESHOLD
 from ._sqlite import SQLiteSessionStore as SQLiteSessionStore
@@ -61,6 +62,7 @@ __all__ = [
     "message_to_json",
     "owner_alive",
     "prepare_resume",
+    "read_state",
     "results_dir_beside",
     "skipped_result",
 ]

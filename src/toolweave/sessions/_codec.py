@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .._exceptions import StoreError
-from ..events import Event
+from ..events import Event, FileRead
 from ..messages import (
     Image,
     Message,
@@ -252,6 +252,8 @@ def _value(value: object) -> Any:
         return response_to_json(value)
     if isinstance(value, Usage):
         return usage_to_json(value)
+    if isinstance(value, FileRead):
+        return file_read_to_json(value)
     if isinstance(value, StopReason | enum.Enum):
         return value.value
     if isinstance(value, tuple | list):
@@ -261,6 +263,34 @@ def _value(value: object) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return repr(value)
+
+
+def file_read_to_json(file: FileRead) -> Json:
+    """One file of the read ledger as JSON (see `ReadStateChanged`)."""
+    return {
+        "path": file.path,
+        "mtime_ns": file.mtime_ns,
+        "size": file.size,
+        "ranges": [list(span) for span in file.ranges],
+    }
+
+
+def file_read_from_json(data: Mapping[str, Any]) -> FileRead:
+    """The inverse of `file_read_to_json`.
+
+    Raises:
+        StoreError: if `data` is not a stored file record.
+    """
+    try:
+        ranges = tuple(
+            (int(first), None if shown is None else int(shown))
+            for first, shown in data.get("ranges", ())
+        )
+        return FileRead(
+            str(data["path"]), int(data["mtime_ns"]), int(data["size"]), ranges
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(f"a stored read-ledger entry is malformed: {exc!r}") from exc
 
 
 def event_to_json(event: Event, *, omit: Sequence[str] = ()) -> Json:

@@ -6,7 +6,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from .._exceptions import StoreError
+from ..events import FileRead
 from ..messages import Message, ToolCall, ToolResult
+from ._codec import file_read_from_json
 from ._records import CallRecord, CallState, SessionInfo
 from ._store import SessionStore
 
@@ -15,6 +17,7 @@ __all__ = [
     "ResumePlan",
     "lost_result",
     "prepare_resume",
+    "read_state",
     "skipped_result",
 ]
 
@@ -64,6 +67,25 @@ class ResumePlan:
     """Calls that were running when the process died (answered: outcome unknown)."""
     skipped: tuple[CallRecord, ...] = ()
     """Calls that had not started (answered: not run)."""
+    read_files: tuple[FileRead, ...] = ()
+    """What the session had read (its last `ReadStateChanged`): restore it with
+    ``agent.state.read_files.restore(plan.read_files)`` so read-before-edit knows
+    them (a file changed on disk since is still refused)."""
+
+
+def read_state(store: SessionStore, session_id: str) -> tuple[FileRead, ...]:
+    """The session's read ledger as last recorded (empty if it never read a file).
+
+    Raises:
+        StoreError: if the recorded ledger is malformed.
+    """
+    last = None
+    for event in store.events(session_id):
+        if event.kind == "ReadStateChanged":
+            last = event
+    if last is None:
+        return ()
+    return tuple(file_read_from_json(f) for f in last.data.get("files", ()))
 
 
 def _latest_records(
@@ -159,4 +181,5 @@ def prepare_resume(
         prompt=prompt,
         lost=tuple(lost),
         skipped=tuple(skipped),
+        read_files=read_state(store, session.id),
     )

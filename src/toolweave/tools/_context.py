@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..events import FileRead
 from ..messages import ToolCall
 from ._sandbox_mode import SandboxMode
 
@@ -25,6 +26,10 @@ class ReadRecord:
     """The file's size at the read."""
     ranges: frozenset[tuple[int, int | None]] = frozenset()
     """Line ranges read since the file last changed: (offset, limit or None)."""
+
+
+def _span(span: tuple[int, int | None]) -> tuple[int, int]:
+    return (span[0], -1 if span[1] is None else span[1])
 
 
 class ReadLedger:
@@ -59,6 +64,27 @@ class ReadLedger:
         """The last record of `path`, or None if it was never read."""
         with self._lock:
             return self._records.get(path)
+
+    def snapshot(self) -> tuple[FileRead, ...]:
+        """Everything known, as plain records sorted by path (what a session stores)."""
+        with self._lock:
+            items = sorted(self._records.items(), key=lambda item: str(item[0]))
+        return tuple(
+            FileRead(str(path), r.mtime_ns, r.size, tuple(sorted(r.ranges, key=_span)))
+            for path, r in items
+        )
+
+    def restore(self, files: Iterable[FileRead]) -> None:
+        """Know `files` again (a resumed session); they replace what is known of those paths.
+
+        A file that changed on disk since is still refused by read-before-edit:
+        its recorded mtime and size no longer match.
+        """
+        with self._lock:
+            for f in files:
+                self._records[Path(f.path)] = ReadRecord(
+                    f.mtime_ns, f.size, frozenset(f.ranges)
+                )
 
     def forget(self, path: Path) -> None:
         """Drop what is known of `path`."""
