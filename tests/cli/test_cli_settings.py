@@ -218,3 +218,23 @@ def test_resume_falls_back_to_the_sessions_own_model(workspace: Path) -> None:
     assert (
         spec == "openai:gpt-configured"
     )  # configured settings win over the stored model
+
+
+def test_bash_read_only_commands_reach_the_agent_config(workspace: Path) -> None:
+    (workspace / "toolweave.toml").write_text(
+        '[bash]\nread_only_commands = ["bd show", "gh api --method GET"]\n'
+    )
+    s = load_settings(workspace, environ={}).settings
+    config = agent_config(s, workspace=workspace, hooks=None, ask=None)
+    assert config.read_only_commands == ("bd show", "gh api --method GET")
+    (workspace / "toolweave.toml").write_text('[bash]\nread_only_commands = [""]\n')
+    with pytest.raises(ConfigError, match="read-only command prefix"):
+        agent_config(
+            load_settings(workspace, environ={}).settings,
+            workspace=workspace,
+            hooks=None,
+            ask=None,
+        )
+    (workspace / "toolweave.toml").write_text('[bash]\nread_only = ["x"]\n')
+    with pytest.raises(ConfigError, match="read_only"):
+        load_settings(workspace, environ={})

@@ -105,6 +105,7 @@ def agent_config(
         hooks=hooks,
         workspace=workspace,
         results_dir=results_dir,
+        read_only_commands=settings.bash.read_only_commands,
     )
 
 

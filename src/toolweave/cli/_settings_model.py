@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "BashSettings",
     "BudgetSettings",
     "ConcurrencySettings",
     "HookCommand",
@@ -54,6 +55,18 @@ class SandboxSettings(BaseModel):
     mode: Literal["read-only", "workspace-write", "off"] = "workspace-write"
     network: bool = True
     """False cuts the network of every confined bash call."""
+
+
+class BashSettings(BaseModel):
+    """``[bash]``: what the bash tool's classifier knows beyond its built-in table."""
+
+    model_config = _STRICT
+
+    read_only_commands: tuple[str, ...] = ()
+    """Command prefixes that only read (``"bd show"``, ``"gh api --method GET"``):
+    a command starting with one of them (whole words) may run in parallel, inside
+    the read-only sandbox. Redirections, assignments and substitutions are still
+    checked."""
 
 
 class HookCommand(BaseModel):
@@ -127,6 +140,7 @@ class Settings(BaseModel):
     concurrency: ConcurrencySettings = ConcurrencySettings()
     permissions: PermissionSettings = PermissionSettings()
     sandbox: SandboxSettings = SandboxSettings()
+    bash: BashSettings = BashSettings()
     hooks: HookSettings = HookSettings()
     mcp_servers: dict[str, MCPServerSettings] = {}
     budgets: BudgetSettings = BudgetSettings()

@@ -22,6 +22,7 @@ from ..messages import Message
 from ..models import Model, RetryingModel, ToolDefinition, resolve_model
 from ..scheduling import Dispatcher
 from ..tools import SessionState, Tool, ToolRegistry, sandbox_mode
+from ..tools.builtin import BashTool
 from ._config import AgentConfig
 from ._cost import PriceTable
 from ._loop import RunLoop
@@ -85,6 +86,10 @@ class Agent:
             tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         )
         """The tools."""
+        if self.config.read_only_commands:
+            for tool in self.registry:
+                if isinstance(tool, BashTool):
+                    tool.teach(self.config.read_only_commands)
         self.system = system
         """The system prompt."""
         self.name = name

@@ -13,6 +13,7 @@ from ..execution import AuditMode, ExecutionConfig, PermissionMode
 from ..execution._audit import check_audit_mode
 from ..scheduling import ConcurrencyConfig
 from ..tools import SandboxMode, sandbox_mode
+from ..tools.builtin import parse_prefixes
 from ._context import ContextProvider
 from ._cost import PriceTable
 from ._tracing import TracePolicy
@@ -116,8 +117,17 @@ class AgentConfig:
     ``"off"`` (a `SandboxMode`); None = the bash tool's own (workspace-write by
     default). Calls proven read-only always run read-only."""
 
+    read_only_commands: Sequence[str] = ()
+    """Extra read-only command prefixes for the bash tool (``"bd show"``,
+    ``"gh api --method GET"``, ``"mise tasks ls"``): the Agent teaches them to
+    every `BashTool` it is given (`BashTool.teach`). A command starting with one
+    (whole words) may run in parallel, in the read-only sandbox; with no sandbox
+    backend they are ignored."""
+
     def __post_init__(self) -> None:
         check_audit_mode(self.audit)
+        parse_prefixes(self.read_only_commands)  # raises ConfigError if malformed
+        object.__setattr__(self, "read_only_commands", tuple(self.read_only_commands))
         if self.sandbox is not None:
             object.__setattr__(self, "sandbox", sandbox_mode(self.sandbox))
         if self.max_iterations < 1:

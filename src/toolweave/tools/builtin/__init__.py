@@ -9,6 +9,7 @@ web_fetch touches nothing shared, the todo tools share ``todo:``.
 
 from ._bash import BashTool as BashTool
 from ._bash_classifier import classify_bash as classify_bash
+from ._bash_classifier import parse_prefixes as parse_prefixes
 from ._bash_rules import CommandParts as CommandParts
 from ._bash_rules import ShellCommand as ShellCommand
 from ._coding import coding_tools as coding_tools
@@ -46,5 +47,6 @@ __all__ = [
     "conservative_read_only",
     "find_ripgrep",
     "html_to_text",
+    "parse_prefixes",
     "sandbox_backend",
 ]

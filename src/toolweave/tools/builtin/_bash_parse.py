@@ -59,6 +59,12 @@ MAX_COMMAND_BYTES = 64 * 1024
 PARSE_DEADLINE = 0.1
 """Seconds tree-sitter may spend on one input before the parse is cancelled."""
 
+TOTAL_DEADLINE = 0.15
+"""Seconds parse and walk together may take; past it the input is `Unparsed`."""
+
+MAX_NODES = 50_000
+"""Syntax nodes the walk visits at most; more is `Unparsed` (too complex)."""
+
 _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
 
 
@@ -171,10 +177,13 @@ def _double_quoted(raw: str, i: int, out: list[str]) -> int:
 _GLUED_CONTINUATION = re.compile(rb"\S\\\n\S")
 
 
-def _tree(source: bytes) -> tree_sitter.Tree | None:
+class _TooSlow(Exception):
+    """The walk passed `TOTAL_DEADLINE` or `MAX_NODES`."""
+
+
+def _tree(source: bytes, start: float) -> tree_sitter.Tree | None:
     """Parse with a deadline; None if the deadline passed."""
     parser = tree_sitter.Parser(_LANGUAGE)
-    start = time.perf_counter()
 
     def read(offset: int, _point: object) -> bytes:
         return source[offset : offset + 4096]
@@ -210,14 +219,18 @@ def _parse(command: str) -> Script | Unparsed:
         return Unparsed("the command is empty")
     if _GLUED_CONTINUATION.search(source):
         return Unparsed("a backslash-newline joins a word")
-    tree = _tree(source)
+    start = time.perf_counter()
+    tree = _tree(source, start)
     if tree is None:
         return Unparsed(f"parsing took longer than {PARSE_DEADLINE * 1000:g} ms")
     root = tree.root_node
     if root.has_error:
         return Unparsed("the command does not parse as bash")
-    walker = _Walker(source)
-    walker.walk(root)
+    walker = _Walker(source, start)
+    try:
+        walker.walk(root)
+    except _TooSlow:
+        return Unparsed("the command is too complex to check in time")
     return Script(
         tuple(walker.commands),
         tuple(walker.hazards),
@@ -269,8 +282,9 @@ _TEST_FORBIDDEN = frozenset({"-v", "-R"})
 class _Walker:
     """Collects simple commands and hazards over the whole tree (explicit stack)."""
 
-    def __init__(self, source: bytes) -> None:
+    def __init__(self, source: bytes, start: float = 0.0) -> None:
         self.source = source
+        self.start = start
         self.commands: list[SimpleCommand] = []
         self.hazards: list[str] = []
 
@@ -282,10 +296,17 @@ class _Walker:
             self.hazards.append(reason)
 
     def walk(self, root: tree_sitter.Node) -> None:
+        """Visit every node, bounded by `MAX_NODES` and `TOTAL_DEADLINE`."""
         stack = [root]
+        visited = 0
         while stack:
             node = stack.pop()
             stack.extend(reversed(self.visit(node)))
+            visited += 1
+            if visited % 128 == 0 and (
+                visited > MAX_NODES or time.perf_counter() - self.start > TOTAL_DEADLINE
+            ):
+                raise _TooSlow
 
     def visit(self, node: tree_sitter.Node) -> list[tree_sitter.Node]:
         """Check one node; return the children still to walk."""
