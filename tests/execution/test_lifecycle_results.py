@@ -334,3 +334,35 @@ async def test_a_context_modifier_reaches_the_dispatcher(tmp_path: Path) -> None
 def test_bad_config_is_refused(options: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         ExecutionConfig(**options)
+
+
+@pytest.mark.anyio
+async def test_the_batch_budget_never_persists_a_tool_exempt_from_persistence(
+    tmp_path: Path,
+) -> None:
+    """Issue 13 item 8: `read` (max_result_chars=None) pages instead; the batch budget skips it."""
+
+    @tool(concurrency=Concurrency.SAFE, access=Access(), max_result_chars=None)
+    async def pager(lines: int) -> str:
+        return "".join(f"{i:09d}\n" for i in range(lines))
+
+    config = ExecutionConfig(batch_result_chars=1000, preview_chars=100)
+    registry = registry_with(_sized(), pager)
+    runner = ToolRunner(registry, state=make_state(tmp_path), config=config)
+    calls = [
+        call("p1", "pager", lines=80),
+        call("s1", "sized", lines=50),
+        call("p2", "pager", lines=90),
+    ]
+    results = [await runner(c) for c in calls]
+    out = runner.finish_batch(results, calls)
+    assert [r.text.startswith("<persisted-output>") for r in out] == [
+        False,
+        True,
+        False,
+    ]
+    assert out[0] == results[0] and out[2] == results[2]
+    # with only exempt results over budget, the batch stays over it, whole
+    only = [call("p3", "pager", lines=200)]
+    (whole,) = runner.finish_batch([await runner(only[0])], only)
+    assert whole.text.count("\n") == 200

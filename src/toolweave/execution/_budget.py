@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import anyio.to_thread
@@ -72,11 +72,14 @@ def enforce_batch_budget(
     results_dir: Path | None,
     preview_chars: int,
     keys: Sequence[str] | None = None,
+    exempt: Collection[int] = (),
 ) -> list[ToolResult]:
     """Apply sticky replacements, then persist the largest results until under `budget`.
 
     `keys` are the calls' keys in `ledger`, one per result (default: each
-    result's `call_id`); pass them whenever ids may repeat.
+    result's `call_id`); pass them whenever ids may repeat. Results at the
+    positions in `exempt` (tools with ``max_result_chars=None``, such as `read`,
+    which pages instead) are never persisted, though they count toward the total.
 
     Order of persistence: largest first, the earlier call on a tie. A result
     already replaced, holding an image, or whose replacement would not be
@@ -87,7 +90,7 @@ def enforce_batch_budget(
     out = [sticky(r, ledger, k) for r, k in zip(results, refs, strict=True)]
     sizes = [content_size(r.content) for r in out]
     total = sum(sizes)
-    skip = {i for i, k in enumerate(refs) if k in ledger}
+    skip = {i for i, k in enumerate(refs) if k in ledger} | set(exempt)
     while total > budget:
         index = _largest(sizes, skip)
         if index is None:

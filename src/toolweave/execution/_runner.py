@@ -160,8 +160,9 @@ class ToolRunner:
         whenever ids may repeat: results are then known by each call's `ref`,
         not by `call_id`. Results replaced before keep their replacement
         (sticky); then the largest are persisted until the batch fits
-        `batch_result_chars`. Writes files synchronously, and only when over
-        budget. Never raises.
+        `batch_result_chars`, except those of tools exempt from persistence
+        (``max_result_chars=None``; known only when `calls` is given). Writes
+        files synchronously, and only when over budget. Never raises.
         """
         keys = [r.call_id for r in results] if calls is None else [c.ref for c in calls]
         self._signals.set_order(keys)
@@ -172,7 +173,17 @@ class ToolRunner:
             results_dir=self._state.results_dir,
             preview_chars=self._config.preview_chars,
             keys=keys,
+            exempt=self._exempt(calls or ()),
         )
+
+    def _exempt(self, calls: Sequence[ToolCall]) -> set[int]:
+        """Positions of calls whose tool is never persisted (it pages, like `read`)."""
+        exempt: set[int] = set()
+        for index, call in enumerate(calls):
+            tool = self._registry.get(call.name)
+            if tool is not None and tool.max_result_chars is None:
+                exempt.add(index)
+        return exempt
 
     async def __call__(self, call: ToolCall) -> ToolResult:
         """Run `call` and return its result. Never raises, except cancellation."""
