@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolweave as tw
 from toolweave.events import RunFinished, ToolResultReady, ToolRunning, ToolUseStarted
@@ -135,3 +137,63 @@ async def test_a_transcript_with_repeated_ids_is_valid_history(tmp_path: Path) -
     assert second.completion_reason is tw.CompletionReason.COMPLETED
     assert second.messages[: len(first.messages)] == first.messages
     assert [r.text for r in second.messages[-2].tool_results] == ["<e>" + "." * 7]
+
+
+_ids = st.sampled_from(["call_0", "call_1", "toolu_1", ""])
+_calls = st.lists(
+    st.tuples(_ids, st.sampled_from([10, BIG]), st.booleans()), min_size=1, max_size=4
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(turns=st.lists(_calls, min_size=1, max_size=3), overlap=st.booleans())
+async def test_property_any_ids_every_result_its_own(
+    anyio_backend: object, turns: list[list[tuple[str, int, bool]]], overlap: bool
+) -> None:
+    """Random turns of random ids (repeated, reused, empty), large and small
+    results, parallel-safe and exclusive tools: every result is its call's own,
+    the transcript is valid, and the wire ids are unique and paired."""
+    seen: list[str] = []
+    counter = iter(range(1_000))
+    script = [
+        use(
+            *(
+                ToolCall(
+                    call_id,
+                    "fetch" if safe else "store",
+                    {"tag": f"t{next(counter)}", "size": size},
+                )
+                for call_id, size, safe in calls
+            )
+        )
+        for calls in turns
+    ]
+    (fetch_tool,) = _tools(seen)
+
+    @tw.tool(max_result_chars=1000)
+    async def store(tag: str, size: int) -> str:
+        """Like fetch, but exclusive (SEQUENTIAL)."""
+        seen.append(tag)
+        return (f"<{tag}>" + "." * size)[:size] if size > len(tag) + 2 else f"<{tag}>"
+
+    model = ScriptedModel([*script, ModelResponse([Text("done")])])
+    config = tw.AgentConfig(concurrency=tw.ConcurrencyConfig(streaming_overlap=overlap))
+    agent = tw.Agent(model, [fetch_tool, store], config=config)
+    try:
+        result = await agent.run("go")
+    finally:
+        await agent.aclose()
+    assert result.completion_reason is tw.CompletionReason.COMPLETED
+    expected = _expected(script)
+    assert sorted(seen) == sorted(tag for tag, _ in expected)
+    answered = [r for m in result.messages for r in m.tool_results]
+    calls = [c for m in result.messages for c in m.tool_calls]
+    assert [r.call_id for r in answered] == [c.id for c in calls]
+    for answer, (tag, size) in zip(answered, expected, strict=True):
+        assert f"<{tag}>" in answer.text
+        assert answer.text.startswith("<persisted-output>") == (size == BIG)
+    assert transcript_problems(result.messages) == []
+    wire = unique_call_ids(result.messages)
+    wire_calls = [c.id for m in wire for c in m.tool_calls]
+    assert len(set(wire_calls)) == len(wire_calls) and all(wire_calls)
+    assert [r.call_id for m in wire for r in m.tool_results] == wire_calls
