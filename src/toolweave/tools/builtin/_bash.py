@@ -224,7 +224,7 @@ class BashTool(Tool):
         env, run = self.env, command
         if forced:  # may run in parallel: git reads run no configured programs
             run = await anyio.to_thread.run_sync(read_only_form, command)
-            env = _git_read_env(env)
+            env = _read_only_env(env)
         async with self.sandbox.confine(mode, self.workspace.root) as confined:
             outcome = await run_shell(
                 run,
@@ -249,9 +249,14 @@ class BashTool(Tool):
         return outcome, [note for note in notes if note]
 
 
-def _git_read_env(env: dict[str, str]) -> dict[str, str]:
-    """`env` with repository-configured programs switched off for git reads."""
-    kept = {k: v for k, v in env.items() if k not in GIT_READ_UNSET}
+_READ_ONLY_UNSET = frozenset({*GIT_READ_UNSET, "RIPGREP_CONFIG_PATH"})
+"""Variables that could make a "read" run a configured program (rg's config may
+hold ``--pre``)."""
+
+
+def _read_only_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a call judged read-only: configured programs switched off."""
+    kept = {k: v for k, v in env.items() if k not in _READ_ONLY_UNSET}
     return {**kept, **GIT_READ_ENV}
 
 

@@ -145,10 +145,10 @@ COMMANDS: dict[str, OptionSpec] = {
                   "kernel-version machine processor hardware-platform operating-system"),
     "which": spec("a", any_word=True),
     "type": spec("afptP", any_word=True),
-    "file": spec("bcEhiklLNnprsSz0", "eFfmP", "brief checking-printout dereference "
+    "file": spec("bcEhiklLNnrs0", "eFfmP", "brief checking-printout dereference "
                  "no-dereference mime mime-type mime-encoding keep-going list "
-                 "no-pad no-buffer preserve-date raw special-files uncompress "
-                 "uncompress-noreport print0 extension apple", "exclude "
+                 "no-pad no-buffer raw special-files "
+                 "print0 extension apple", "exclude "
                  "exclude-quiet separator magic-file parameter files-from"),
     "jq": spec("nrjacsSCMeR", "f", "null-input raw-input slurp compact-output "
                "raw-output join-output ascii-output sort-keys color-output "
@@ -179,7 +179,7 @@ COMMANDS: dict[str, OptionSpec] = {
                "path-separator colors type-add engine",
                "color"),
     "tree": spec("adflifFgpusDhqvrtcUNQ", "LPIH", "noreport dirsfirst prune du si "
-                 "gitignore", "filelimit charset sort", any_word=True),
+                 "gitignore", "filelimit charset sort"),  # -o writes: words must be literal
 }  # fmt: skip
 """Every command known to be read-only with the options listed."""
 

@@ -46,6 +46,10 @@ _OVERRIDES = (
     ("pager.log", "false"),
     ("pager.diff", "false"),
     ("pager.show", "false"),
+    ("log.showSignature", "false"),
+    ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.x509.program", "false"),
 )
 
 GIT_READ_ENV: dict[str, str] = {
@@ -94,7 +98,7 @@ _LOG = (
     "all branches tags remotes graph decorate no-decorate first-parent merges "
     "no-merges reverse topo-order date-order author-date-order left-right "
     "cherry-pick cherry-mark cherry boundary simplify-by-decoration follow "
-    "full-history dense sparse show-signature no-walk walk-reflogs reflog "
+    "full-history dense sparse no-walk walk-reflogs reflog "
     "abbrev-commit no-abbrev-commit parents children show-notes no-notes "
     "source use-mailmap mailmap log-size ignore-case regexp-ignore-case "
     "basic-regexp extended-regexp fixed-strings perl-regexp all-match invert-grep "

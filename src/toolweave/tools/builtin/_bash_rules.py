@@ -75,6 +75,19 @@ _WRAPPERS: dict[str, tuple[OptionSpec, int]] = {
                    "timeout conflict-exit-code command"), 1),
     "strace": (spec("fFcCwqrtTvVxyz", "eoOpPsSuUIaXb"), 0),
     "unbuffer": (spec("p"), 0),
+    "ssh": (spec("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOopQRSWw"), 1),
+    "su": (spec("lmpPf", "gGsw", "login preserve-environment pty", "group shell"), 0),
+    "runuser": (spec("lmpPf", "gGsuw", "login preserve-environment pty", "group shell"),
+                0),
+    "chroot": (spec("", "", "skip-chdir", "userspec groups"), 1),
+    "unshare": (spec("mUinpuCTrfc", "S", "fork mount-proc map-root-user"), 0),
+    "firejail": (spec(), 0),
+    "parallel": (spec("0jkqv", "jSI", "null keep-order quote verbose", "jobs"), 0),
+    "taskset": (spec("acp", "", "all-tasks cpu-list pid"), 1),
+    "numactl": (spec("al", "CcimNnpP"), 0),
+    "prlimit": (spec(), 0),
+    "systemd-run": (spec("GPqrStu", "Epu", "user scope pty pipe wait quiet",
+                         "unit property setenv"), 0),
 }  # fmt: skip
 """Wrappers that are commands in their own right and run another."""
 
@@ -137,24 +150,34 @@ class _Collector:
             name = name.rsplit("/", 1)[1]
             words = (name, *words[1:])
             self.add_possible(words)
-        if name in _SHELLS and self._shell(words, depth, exact=exact):
-            return
-        if name == "eval":
-            self._eval(words, depth, exact=exact)
-            return
-        if name in _TRANSPARENT:
-            self._wrapper(words, _TRANSPARENT[name], depth, exact=exact, itself=False)
-            return
-        if name in _WRAPPERS:
-            self._wrapper(words, _WRAPPERS[name], depth, exact=exact, itself=True)
+        if self._runs_code(str(name), words, depth, exact=exact):
             return
         if exact:
             self.exact.append(words)
         if name == "find":
             self._find(words, depth, exact=exact)
 
+    def _runs_code(self, name: str, words: Words, depth: int, *, exact: bool) -> bool:
+        """Handle a command that runs other code (shell, eval, trap, wrapper)."""
+        if name in _SHELLS:
+            return self._shell(words, depth, exact=exact)
+        if name == "eval":
+            self._eval(words, depth, exact=exact)
+        elif name == "trap":
+            self._trap(words, depth, exact=exact)
+        elif name in _TRANSPARENT:
+            self._wrapper(words, _TRANSPARENT[name], depth, exact=exact, itself=False)
+        elif name in _WRAPPERS:
+            self._wrapper(words, _WRAPPERS[name], depth, exact=exact, itself=True)
+        else:
+            return False
+        return True
+
     def _shell(self, words: Words, depth: int, *, exact: bool) -> bool:
-        """``bash -c STRING``: the string's commands; False if there is no -c.
+        """``bash -c STRING``: the string's commands; False for a script file.
+
+        A shell given neither (or ``-``) reads its commands from stdin — a pipe,
+        a heredoc, a here-string — which rules cannot see: unparseable.
 
         Every short option cluster holding ``c`` anywhere is taken to introduce
         a script (an over-approximation: options with values are not skipped).
@@ -168,7 +191,21 @@ class _Collector:
                     raise _TooComplex
                 self.script(str(words[i + 1]), depth + 1, exact=exact)
                 found = True
+        if not found and _script_file(words) is None:
+            raise _TooComplex  # it reads its commands from stdin: unknown code
         return found
+
+    def _trap(self, words: Words, depth: int, *, exact: bool) -> None:
+        """``trap 'code' SIGNAL``: the code runs later, in this shell."""
+        if exact:
+            self.exact.append(words)
+        args = [w for w in words[1:] if w not in ("-l", "-p", "--")]
+        if not args or args[0] is None:
+            if args:
+                raise _TooComplex
+            return
+        if args[0] != "-" and args[1:]:  # one operand alone is a signal to reset
+            self.script(args[0], depth + 1, exact=exact)
 
     def _eval(self, words: Words, depth: int, *, exact: bool) -> None:
         if any(w is None for w in words[1:]):
@@ -208,6 +245,22 @@ class _Collector:
                 self.command(words[i + 1 : end], depth + 1, exact=exact)
                 i = end
             i += 1
+
+
+_SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def _script_file(words: Words) -> str | None:
+    """The script file a shell runs (its first operand), None if it reads stdin."""
+    skip = False
+    for word in words[1:]:
+        if skip:
+            skip = False
+        elif word in _SHELL_VALUED:
+            skip = True
+        elif word is not None and not word.startswith(("-", "+")):
+            return word
+    return None
 
 
 @functools.lru_cache(maxsize=256)
