@@ -53,6 +53,7 @@ _TRANSPARENT: dict[str, tuple[OptionSpec, int]] = {
     "builtin": (spec(), 0),
     "exec": (spec("cl", "a"), 0),
     "stdbuf": (spec("", "ioe", "", "input output error"), 0),
+    "coproc": (spec(), 0),
 }  # fmt: skip
 """Wrappers whose inner command alone must be allowed: (options, operands before it)."""
 
