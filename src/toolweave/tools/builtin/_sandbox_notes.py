@@ -27,12 +27,13 @@ _REFUSED = re.compile(
 )
 _NOTICE_KEY = "sandbox.unconfined_noticed"
 _WRITES_HINT = (
-    'If the command must write, call bash again with this command alone and "writes":'
-    " true; it then runs on its own, under the session's sandbox mode ({mode})."
+    "If that error comes from a write the command needs, call bash again with this"
+    ' command alone and "writes": true; it then runs on its own, under the'
+    " session's sandbox mode ({mode})."
 )
 _USER_HINT = (
-    "Writing there needs the user to change the sandbox mode (--sandbox, or"
-    " [sandbox] mode in toolweave.toml)."
+    "If that error comes from a write the command needs, only the user can allow it,"
+    " by changing the sandbox mode (--sandbox, or [sandbox] mode in toolweave.toml)."
 )
 
 
@@ -59,8 +60,8 @@ def refusal_note(
         return (
             f"[sandbox: this command ran confined to the workspace {how}: it may write"
             f" only under {root} and $TMPDIR, and .git/config and .git/hooks stay"
-            f" read-only. The {error!r} above is most likely a write the sandbox"
-            f" refused. {_USER_HINT}]"
+            f" read-only; any other write is refused. The {error!r} above may be"
+            f" such a refusal. {_USER_HINT}]"
         )
     if forced and configured is not SandboxMode.READ_ONLY:
         why = f"this command was judged read-only, so it ran in the read-only sandbox {how}"
@@ -72,8 +73,8 @@ def refusal_note(
         )
         hint = _USER_HINT
     return (
-        f"[sandbox: {why}; every write is refused there. The {error!r} above is most"
-        f" likely a write the sandbox refused: nothing was written. {hint}]"
+        f"[sandbox: {why}; every write is refused there, so nothing was written. The"
+        f" {error!r} above may be such a refusal. {hint}]"
     )
 
 
