@@ -102,6 +102,8 @@ class ToolCall:
     key: str = field(default="", compare=False)
     """toolweave's own identity of the call: ``"<iteration>.<position>"``, unique in its run.
 
+    (``"<iteration>~<attempt>.<position>"`` for the calls of a restarted stream.)
+
     Set by the agent loop as the call arrives; results, large-result previews,
     events and the session store are keyed by it (the store adds the run). Empty
     for a call made outside the loop (then `ref` falls back to `id`). Not part

@@ -16,10 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolweave as tw
+from toolweave._exceptions import OverloadedError
 from toolweave.events import RunFinished, ToolResultReady, ToolRunning, ToolUseStarted
 from toolweave.loop import transcript_problems
 from toolweave.messages import ModelResponse, StopReason, Text, ToolCall, Usage
-from toolweave.models import ScriptedModel, unique_call_ids
+from toolweave.models import RetryPolicy, ScriptedModel, ScriptStep, unique_call_ids
 from toolweave.tools import Access, Concurrency, SessionState
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +198,53 @@ async def test_property_any_ids_every_result_its_own(
     wire_calls = [c.id for m in wire for c in m.tool_calls]
     assert len(set(wire_calls)) == len(wire_calls) and all(wire_calls)
     assert [r.call_id for m in wire for r in m.tool_results] == wire_calls
+
+
+async def test_a_retried_stream_never_lends_its_preview_to_the_retry() -> None:
+    """The dead attempt's early call (same id, same position) ran and was persisted;
+    the live attempt's call is a different call and keeps its own small result."""
+    outputs = iter([("<dead>" + "." * BIG), "<live>"])
+
+    @tw.tool(
+        concurrency=Concurrency.SAFE, access=lambda a: Access(), max_result_chars=1000
+    )
+    async def fetch() -> str:
+        """Returns the next canned output (the dead attempt's is large)."""
+        return next(outputs)
+
+    dying = ModelResponse(
+        [ToolCall("call_0", "fetch", {}), Text("x" * 60)], StopReason.TOOL_USE
+    )
+    model = ScriptedModel(
+        [
+            ScriptStep(
+                dying,
+                chunk_delay=0.001,
+                text_chunk_chars=1,
+                fail_after_chunks=50,
+                error=OverloadedError("cut"),
+            ),
+            use(ToolCall("call_0", "fetch", {})),
+            ModelResponse([Text("done")]),
+        ]
+    )
+    config = tw.AgentConfig(retry=RetryPolicy(initial_delay=0.0, jitter=0.0))
+    agent = tw.Agent(model, [fetch], config=config)
+    events: list[object] = []
+    try:
+        async for event in agent.run_stream("go"):
+            events.append(event)
+    finally:
+        await agent.aclose()
+    (finished,) = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.reason is tw.CompletionReason.COMPLETED
+    ready = {
+        e.call.key: e.result.text for e in events if isinstance(e, ToolResultReady)
+    }
+    # The dead attempt's call ran to its end (BLOCK) and was persisted; the retry's
+    # call at the same position has a key of its own.
+    assert set(ready) == {"1.0", "1~2.0"}
+    assert ready["1.0"].startswith("<persisted-output>")
+    assert ready["1~2.0"] == "<live>"
+    (answer,) = [r for m in finished.messages for r in m.tool_results]
+    assert answer.text == "<live>"

@@ -7,8 +7,11 @@ Dispatcher's streaming batch opens (see `_eager`). When the gateway
 calls are discarded — nothing of them is ever harvested (seed 002 §11.2).
 
 Every tool call gets its `ToolCall.key` here, as it arrives: ``"<iteration>.
-<position>"``, its position counted among the calls of this attempt — unique in
-the run, and the same in every run of the same conversation (transcripts stay
+<position>"``, its position counted among the calls of this attempt; a stream the
+gateway restarted numbers its calls ``"<iteration>~<attempt>.<position>"``, so a
+dead attempt's early call (which may have run, and been persisted) is never
+taken for the live attempt's call at the same position. Keys are unique in the
+run and the same in every run of the same conversation (transcripts stay
 byte-identical). Everything downstream (previews, events, the store) keys by
 it, never by the provider's id, which models repeat.
 """
@@ -109,7 +112,7 @@ class ModelCaller:
         span = self._start_span(request, parent)
         self._emit(ModelCallStarted(iteration, self.model.name, at=self._clock()))
         try:
-            response = await self._consume(request, eager, f"{iteration}.")
+            response = await self._consume(request, eager, iteration)
         except BaseException as exc:
             span.fail(type(exc).__name__, str(exc)[:200])
             span.end()
@@ -123,7 +126,7 @@ class ModelCaller:
         return response
 
     async def _consume(
-        self, request: ModelRequest, eager: EagerBatch | None, prefix: str
+        self, request: ModelRequest, eager: EagerBatch | None, iteration: int
     ) -> ModelResponse | None:
         aggregator = ChunkAggregator()
         chunks = self.model.stream(request)
@@ -132,7 +135,7 @@ class ModelCaller:
             # A provider's warnings (a refused flag, a server that will not
             # stream with tools) become events of this run.
             with forward_warnings(self._warning), self._control.halt_scope() as scope:
-                await self._pump(chunks, aggregator, eager, prefix)
+                await self._pump(chunks, aggregator, eager, iteration)
                 exhausted = True
             if scope.cancelled_caught:
                 return None
@@ -146,9 +149,9 @@ class ModelCaller:
         chunks: AsyncIterator[StreamChunk],
         aggregator: ChunkAggregator,
         eager: EagerBatch | None,
-        prefix: str,
+        iteration: int,
     ) -> None:
-        position = 0
+        prefix, attempt, position = f"{iteration}.", 1, 0
         async for chunk in chunks:
             if isinstance(chunk, ToolUseReady):
                 call = dataclasses.replace(chunk.call, key=f"{prefix}{position}")
@@ -159,7 +162,8 @@ class ModelCaller:
                 continue
             aggregator.add(chunk)  # resets itself on StreamRestart
             if isinstance(chunk, StreamRestart):
-                position = 0
+                attempt += 1
+                prefix, position = f"{iteration}~{attempt}.", 0
                 if eager is not None:
                     eager.restart()
             else:

@@ -307,8 +307,9 @@ class SessionRecorder:
 
     def _new_call(self, call: ToolCall, index: int, state: CallState) -> CallRecord:
         assert self.run is not None
-        attempt = self._attempts.get(call.ref, 0) + 1
-        self._attempts[call.ref] = attempt
+        slot = _slot(call)
+        attempt = self._attempts.get(slot, 0) + 1
+        self._attempts[slot] = attempt
         access = self._describe(call) if self._describe is not None else None
         return CallRecord(
             self.session_id,
@@ -360,3 +361,16 @@ class SessionRecorder:
                 result=event.result,
             )
         )
+
+
+def _slot(call: ToolCall) -> str:
+    """The call's position across the attempts of one model call.
+
+    A restarted stream keys its calls ``"<iteration>~<attempt>.<position>"``; the
+    slot drops the attempt, so the live call at a dead call's position is counted
+    as its next attempt (`CallRecord.attempt`).
+    """
+    if "~" not in call.key:
+        return call.ref
+    head, position = call.key.rsplit(".", 1)
+    return f"{head.split('~', 1)[0]}.{position}"
