@@ -1,8 +1,10 @@
 """Typed events: what a run reports while it goes.
 
 Every event is a frozen dataclass with the anyio time it was created (`at`), so
-that under trio's MockClock timelines are exact. Tool events carry the call id:
-`ToolUseStarted` arrives in call order, `ToolResultReady` in completion order.
+that under trio's MockClock timelines are exact. Tool events carry the call (or
+its id and `key`): match them by `ToolCall.key`, the call's position, never by id
+alone, which models repeat. `ToolUseStarted` arrives in call order,
+`ToolResultReady` in completion order.
 `MessageAppended` and `TranscriptReplaced` report every change of a run's
 transcript as it happens, so a consumer can mirror it exactly.
 Events are created inside an event loop (they read `anyio.current_time()`).
