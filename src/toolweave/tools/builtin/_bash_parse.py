@@ -174,7 +174,8 @@ def _double_quoted(raw: str, i: int, out: list[str]) -> int:
 
 # -- bounded parse -----------------------------------------------------------------
 
-_GLUED_CONTINUATION = re.compile(rb"\S\\\n\S")
+_GLUED_CONTINUATION = re.compile(rb"\\\n[^ \t]")
+"""A backslash-newline that joins text: tree-sitter and bash disagree on these."""
 
 
 class _TooSlow(Exception):
@@ -206,7 +207,8 @@ def parse_script(command: str) -> Script | Unparsed:
         return Unparsed(f"the parser failed ({type(exc).__name__})")
 
 
-def _parse(command: str) -> Script | Unparsed:
+def _source(command: str) -> bytes | Unparsed:
+    """The UTF-8 source to parse, or why the text is refused before parsing."""
     if "\x00" in command:
         return Unparsed("the command contains a NUL byte")
     try:
@@ -219,6 +221,15 @@ def _parse(command: str) -> Script | Unparsed:
         return Unparsed("the command is empty")
     if _GLUED_CONTINUATION.search(source):
         return Unparsed("a backslash-newline joins a word")
+    if b"\r" in source:
+        return Unparsed("the command contains a carriage return")
+    return source
+
+
+def _parse(command: str) -> Script | Unparsed:
+    source = _source(command)
+    if isinstance(source, Unparsed):
+        return source
     start = time.perf_counter()
     tree = _tree(source, start)
     if tree is None:
@@ -231,6 +242,8 @@ def _parse(command: str) -> Script | Unparsed:
         walker.walk(root)
     except _TooSlow:
         return Unparsed("the command is too complex to check in time")
+    if walker.unread:
+        return Unparsed(walker.unread)
     return Script(
         tuple(walker.commands),
         tuple(walker.hazards),
@@ -287,6 +300,8 @@ class _Walker:
         self.start = start
         self.commands: list[SimpleCommand] = []
         self.hazards: list[str] = []
+        self.unread = ""
+        """Why the tree cannot be trusted to show every command (empty: it can)."""
 
     def text(self, node: tree_sitter.Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8")
@@ -345,6 +360,7 @@ class _Walker:
             self.redirect(node)
             return list(node.children)
         if kind == "heredoc_redirect":
+            self.heredoc(node)
             return list(node.children)
         if kind == "test_command":
             return self.test(node)
@@ -391,6 +407,14 @@ class _Walker:
                 return  # duplicate or close a descriptor
             if literal_word(target) != "/dev/null":
                 self.hazard("output redirected to a file")
+
+    def heredoc(self, node: tree_sitter.Node) -> None:
+        """An unquoted heredoc body with a backtick: tree-sitter misses the command."""
+        start = next((c for c in node.children if c.type == "heredoc_start"), None)
+        quoted = start is not None and any(q in self.text(start) for q in "'\"\\")
+        body = "".join(self.text(c) for c in node.children if c.type == "heredoc_body")
+        if not quoted and "`" in body:
+            self.unread = "a backtick inside a heredoc body"
 
     def test(self, node: tree_sitter.Node) -> list[tree_sitter.Node]:
         """``[ ]``: literal words only, no -v; ``[[ ]]``: always a hazard.

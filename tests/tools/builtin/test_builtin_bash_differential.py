@@ -1,0 +1,62 @@
+"""Differential check of the parser against bash itself.
+
+Fragments that tokenize differently in tree-sitter and bash (heredocs,
+backslash-newlines, backticks, comments, quotes, carriage returns) are glued
+around a marker command. Whenever the parser accepts an input but shows no
+command that could be the marker, bash must not run it either: otherwise a
+command would be hidden from the classifier and from permission rules. The
+marker prints ``RAN`` without that text appearing in its source.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from pathlib import Path
+
+from toolweave.tools.builtin._bash_parse import Unparsed, parse_script
+
+MARK = "printf %s%s\\\\n R AN"
+
+FRAGMENTS = [
+    "cat <<EOF\n", "cat <<'EOF'\n", "cat <<-EOF\n", "EOF\n", "\tEOF\n", "\\\n",
+    "# c \\\n", "# )\n", "echo $(", ")\n", "`", '"', "'", "case x in x) ", ";;\n",
+    "esac\n", "{ ", "}\n", "(", "$((", "))", "; ", "&& ", "\n", "x=\\\n", "ls ",
+    "<<<", "$'\\n'", "\r\n", "\\\r\n", "cat <<EOF\n`", "$(cat <<EOF\n", "\\\n\n",
+    "${x:-", "}", "[[ ", " ]]\n",
+]  # fmt: skip
+
+
+def _hidden(source: str) -> bool:
+    """True if the parser accepts `source` yet shows no command that may be MARK."""
+    parsed = parse_script(source)
+    if isinstance(parsed, Unparsed):
+        return False
+    return not any(c.name in ("printf", None) for c in parsed.commands)
+
+
+def test_no_command_bash_runs_is_hidden_from_the_parser(tmp_path: Path) -> None:
+    hidden = []
+    for n in (1, 2):
+        for combo in itertools.product(FRAGMENTS, repeat=n):
+            source = "".join(combo) + MARK + "\n" + "".join(reversed(combo))
+            if _hidden(source):
+                hidden.append(source)
+    assert hidden  # the check below must have inputs to look at
+    ran = []
+    for source in hidden:
+        try:
+            done = subprocess.run(
+                ["bash", "-c", source],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            continue
+        if "RAN" in done.stdout:
+            ran.append(source)
+    assert ran == []
