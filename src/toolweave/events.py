@@ -206,7 +206,7 @@ class DeclarationViolation:
     """
 
     call_id: str
-    """The call's id."""
+    """The call's id (models repeat ids: match the call by `key`)."""
     tool: str
     """The tool's name."""
     operation: str
@@ -216,6 +216,8 @@ class DeclarationViolation:
     source: str
     """``file:line`` in the tool's own code that did it ('' if not found)."""
     _: KW_ONLY
+    key: str = ""
+    """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
     reason: str = ""
     """Why it breaks the declaration, in words."""
     blocked: bool = False

@@ -299,3 +299,52 @@ async def test_enforce_without_a_listener_still_fails_the_call(
     result = await runner(call("w", "writer"))
     assert result.is_error and "w.txt" in result.text
     assert not (base / "w.txt").exists()
+
+
+async def test_makedirs_on_existing_directories_is_no_violation(
+    base: Path, tmp_path: Path
+) -> None:
+    import os
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda args: _reads(base))
+    async def ensure() -> str:
+        """Makes sure a directory exists (it does)."""
+        os.makedirs(base, exist_ok=True)
+        return "ok"
+
+    events = Events()
+    runner = _runner(tmp_path, [ensure], "enforce", events)
+    assert (await runner(call("e", "ensure"))).text == "ok"
+    assert events.of(DeclarationViolation) == []
+
+
+@pytest.mark.parametrize("audit", ["warn", "enforce"])
+async def test_a_finalizer_the_garbage_collector_runs_is_not_the_tools(
+    audit: str, base: Path, tmp_path: Path
+) -> None:
+    """GC may run another object's cleanup at any allocation inside a call."""
+    import gc
+    import weakref
+
+    class Leftover:
+        def __del__(self) -> None:
+            _write(base / "from-del")
+
+    class Owner:
+        pass
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda args: _reads(base))
+    async def innocent() -> str:
+        """Does nothing itself; two objects are collected while it runs."""
+        owner = Owner()
+        weakref.finalize(owner, _write, base / "from-finalize")
+        leftover = Leftover()
+        del owner, leftover
+        gc.collect()
+        return "ok"
+
+    events = Events()
+    runner = _runner(tmp_path, [innocent], audit, events)
+    assert (await runner(call("i", "innocent"))).text == "ok"
+    assert (base / "from-del").exists() and (base / "from-finalize").exists()
+    assert events.of(DeclarationViolation) == []

@@ -78,6 +78,9 @@ def test_paths_are_made_absolute(
         os.close(fd)
     assert _one("os.remove", "x", 999_999).target == "<unresolved path>"
     assert _one("os.remove", object(), -1).target == "<unresolved path>"
+    # a mkdir of what exists changes nothing; of what does not, it is a write
+    assert classify_event("os.mkdir", (str(real / "d"), 0o777, -1)) == ()
+    assert _one("os.mkdir", "new", 0o777, -1).target == f"{real}/new"
     assert _one("os.truncate", 999_999, 0).target == "<unresolved path>"
 
 

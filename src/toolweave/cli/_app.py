@@ -79,6 +79,15 @@ SandboxOpt = Annotated[
         " or off. Commands proven read-only always run read-only.",
     ),
 ]
+AuditOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--audit",
+        help="Declaration audit of tool calls: off, warn (report what a call does"
+        " beyond its declared access) or enforce (stop it). Default: the settings'"
+        " `audit`, else off.",
+    ),
+]
 ScriptedOpt = Annotated[
     Path | None,
     typer.Option(
@@ -117,11 +126,14 @@ def _options(
     scripted: Path | None,
     stream: bool | None = None,
     sandbox: str | None = None,
+    audit: str | None = None,
 ) -> RunOptions:
     if mode is not None and mode not in ("default", "accept_edits", "bypass", "plan"):
         raise ConfigError(
             f"--permission-mode must be default, accept_edits, bypass or plan, not {mode!r}"
         )
+    if audit is not None and audit not in ("off", "warn", "enforce"):
+        raise ConfigError(f"--audit must be off, warn or enforce, not {audit!r}")
     return RunOptions(
         cwd=Path.cwd(),
         model=model,
@@ -131,6 +143,7 @@ def _options(
         json=json,
         permission_mode=mode,
         sandbox=sandbox,
+        audit=audit,
         scripted=scripted,
     )
 
@@ -146,6 +159,7 @@ def run(
     scripted: ScriptedOpt = None,
     stream: StreamOpt = None,
     sandbox: SandboxOpt = None,
+    audit: AuditOpt = None,
 ) -> None:
     """Run a coding agent on TASK over the current directory, live.
 
@@ -163,6 +177,7 @@ def run(
                 scripted,
                 stream,
                 sandbox=sandbox,
+                audit=audit,
             ),
             task,
         )
@@ -194,6 +209,7 @@ def resume(
     scripted: ScriptedOpt = None,
     stream: StreamOpt = None,
     sandbox: SandboxOpt = None,
+    audit: AuditOpt = None,
 ) -> None:
     """Continue a stored session. Calls cut off by a crash are never re-run."""
     with _session_errors():
@@ -206,6 +222,7 @@ def resume(
             scripted,
             stream,
             sandbox=sandbox,
+            audit=audit,
         )
         code = resume_session(options, session, prompt)
     raise typer.Exit(code)

@@ -106,6 +106,7 @@ def agent_config(
         workspace=workspace,
         results_dir=results_dir,
         read_only_commands=settings.bash.read_only_commands,
+        audit=settings.audit,
     )
 
 

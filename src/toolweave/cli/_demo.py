@@ -154,6 +154,7 @@ async def run_demo(
         )
         console.print(Text.from_markup(f"[bold cyan]user:[/] {escape(DEMO_PROMPT)}"))
         output = LiveOutput(console, TurnTracker(describe))
+        output.audit = "enforce"
         result = await drive_run(
             agent, DEMO_PROMPT, recorder=recorder, output=output, handle_signals=True
         )

@@ -7,6 +7,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from ._audit_view import MARKER
 from ._makespan import BatchStats, fmt_seconds, overlapping
 from ._turns import CallRow, Turn, call_label
 
@@ -65,6 +66,13 @@ def _elapsed(row: CallRow, now: float | None) -> str:
     return "" if end is None else f"{end - row.start:.2f}s"
 
 
+def _state_cell(row: CallRow, state: str) -> Text:
+    text = Text(f"{_ICONS[state]} {state}", style=STATE_STYLES[state])
+    if row.violations:  # the declaration audit saw it do what it did not declare
+        text.append(f" {MARKER}", style="bold magenta")
+    return text
+
+
 def render_stats(stats: BatchStats) -> Text:
     """``batch 0.45 s · serial 1.62 s · lower bound 0.42 s · 3.6x faster than serial``."""
     text = Text(f"batch {fmt_seconds(stats.makespan)}", style="bold")
@@ -93,7 +101,7 @@ def _table(turn: Turn, now: float | None, console_width: int) -> Table:
         table.add_row(
             str(i + 1),
             call_label(row.call, label_width),
-            Text(f"{_ICONS[state]} {state}", style=STATE_STYLES[state]),
+            _state_cell(row, state),
             _elapsed(row, now),
             _bar(row, bounds, now, bar_width),
             ",".join(str(j + 1) for j in others) or "-",

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..events import Event, RunFinished
 from ..sessions import event_to_json
+from ._audit_view import audit_summary
 from ._live import render_turn
 from ._turns import TurnTracker
 
@@ -93,6 +94,8 @@ class LiveOutput:
         self.tracker = tracker
         self.status = ""
         self.finished: RunFinished | None = None
+        self.audit = "off"
+        """The run's declaration-audit mode (for the summary line at its end)."""
         self._printed = 0
         self._now: float | None = None
         self._live = Live(
@@ -130,6 +133,10 @@ class LiveOutput:
         if isinstance(event, RunFinished):
             self.finished = event
             self._print_finished(all_turns=True)
+            summary = audit_summary(self.audit, self.tracker.violations)
+            if summary is not None:
+                style = "bold magenta" if self.tracker.violations else "dim"
+                self._live.console.print(Text(summary, style=style))
         else:
             self._print_finished(all_turns=False)
 

@@ -65,6 +65,8 @@ class RunOptions:
     permission_mode: str | None = None
     sandbox: str | None = None
     """``--sandbox``: overrides ``[sandbox] mode``."""
+    audit: str | None = None
+    """None: as the settings say (default: off)."""
     scripted: Path | None = None
     interactive: bool | None = None
     """None: ask at the terminal only if stdin is one."""
@@ -77,6 +79,7 @@ class RunOptions:
             "stream": self.stream,
             "store": self.store,
             "sandbox": {"mode": self.sandbox},
+            "audit": self.audit,
         }
 
 
@@ -171,6 +174,7 @@ async def _launch_async(launch: _Launch) -> DriveResult:
         describe = describe_access(registry)
         if isinstance(output, LiveOutput):
             output.tracker = TurnTracker(describe)
+            output.audit = launch.loaded.settings.audit
         agent = _agent(launch, registry, output, console)
         sid = launch.session.id
         recorder = SessionRecorder(

@@ -137,6 +137,8 @@ class Settings(BaseModel):
     """The session database; None = ``~/.toolweave/sessions.db``."""
     system: str | None = None
     """Extra system prompt appended to the coding agent's."""
+    audit: Literal["off", "warn", "enforce"] = "off"
+    """The declaration audit of tool calls (see `AgentConfig.audit`)."""
     concurrency: ConcurrencySettings = ConcurrencySettings()
     permissions: PermissionSettings = PermissionSettings()
     sandbox: SandboxSettings = SandboxSettings()

@@ -20,6 +20,7 @@ from ..sessions import (
     SessionStore,
     owner_alive,
 )
+from ._audit_view import MARKER, stored_violations, violation_line
 from ._turns import call_label
 
 __all__ = ["render_sessions", "render_transcript", "run_state"]
@@ -132,6 +133,16 @@ def _message(
             yield _result_line(block, lost, full)
 
 
+def _violations(store: SessionStore, session_id: str) -> Iterator[RenderableType]:
+    """The declaration audit's findings, one line each (nothing when there are none)."""
+    found = stored_violations(store, session_id)
+    if not found:
+        return
+    yield Text(f"declaration violations: {len(found)}", style="bold magenta")
+    for v in found:
+        yield Text(f"  {MARKER} run {v.run} · {v.call_id} · {violation_line(v)}")
+
+
 def render_transcript(
     store: SessionStore, session_id: str, *, full: bool = False
 ) -> Iterator[RenderableType]:
@@ -155,6 +166,7 @@ def render_transcript(
     ]
     for message in store.messages(session.id):
         yield from _message(message, lost, full)
+    yield from _violations(store, session.id)
     yield Text(
         f"status: {session.status}", style=_STATUS_STYLES.get(session.status, "bold")
     )

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..sessions import RunInfo, SessionInfo, SessionStore
+from ._audit_view import MARKER
 from ._makespan import fmt_seconds
 from ._show import run_state
 from ._timeline_data import CallBar, IterationGroup, load_groups, outcome_of
@@ -133,7 +134,8 @@ def _tooltip(bar: CallBar, outcome: str) -> str:
     if r.admitted_at is not None and r.running_at is not None:
         waited = f" · waited {r.running_at - r.admitted_at:.3f} s"
     text = r.result.text[:300] if r.result is not None else ""
-    return _e(f"{call_label(r.call, 80)}\n{outcome} · {ran}{waited}\n{text}")
+    audit = "".join(f"\n{MARKER}: {line}" for line in bar.violations)
+    return _e(f"{call_label(r.call, 80)}\n{outcome} · {ran}{waited}{audit}\n{text}")
 
 
 def _call_lane(
@@ -147,6 +149,8 @@ def _call_lane(
         label += f" (attempt {r.attempt})"
     if outcome in _LANE_NOTES:
         label += f" — {_LANE_NOTES[outcome]}"
+    if bar.violations:
+        label += f" {MARKER}"
     yield f'<text x="4" y="{y + 16}">{_e(label)}</text>'
     anchor = (
         bar.start
@@ -166,7 +170,8 @@ def _call_lane(
     overlaps = " ".join(group.bars[i].key for i in bar.overlaps)
     yield (
         f'<rect class="bar {outcome}" data-call-id="{_e(r.call.id)}" data-key="{_e(bar.key)}"'
-        f' data-outcome="{outcome}" data-overlaps="{_e(overlaps)}" x="{x0:.1f}" y="{y + 5}"'
+        f' data-outcome="{outcome}" data-overlaps="{_e(overlaps)}"'
+        f' data-violations="{len(bar.violations)}" x="{x0:.1f}" y="{y + 5}"'
         f' width="{width:.1f}" height="{BAR_H}"><title>{_tooltip(bar, outcome)}</title></rect>'
     )
 

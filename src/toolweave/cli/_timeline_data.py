@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..sessions import CallRecord, CallState, ModelCallRecord, SessionStore
+from ._audit_view import (
+    StoredViolation,
+    stored_violations,
+    violation_line,
+    violations_by_call,
+)
 from ._makespan import BatchStats, CallSpan, batch_stats, overlapping
 
 __all__ = ["CallBar", "IterationGroup", "load_groups", "outcome_of"]
@@ -38,6 +44,8 @@ class CallBar:
     """Bar end; for a call whose end is unknown, the last moment the run was seen."""
     overlaps: tuple[int, ...]
     """Indices (within the group) of bars overlapping this one."""
+    violations: tuple[str, ...] = ()
+    """What the declaration audit reported for the call, one line each."""
 
     @property
     def key(self) -> str:
@@ -95,6 +103,7 @@ def _group(
     calls: list[CallRecord],
     model: ModelCallRecord | None,
     last: float,
+    flagged: Mapping[tuple[int, str], Sequence[StoredViolation]],
 ) -> IterationGroup:
     calls.sort(key=lambda c: (c.state is CallState.DISCARDED, c.attempt, c.index))
     live = [c for c in calls if c.state is not CallState.DISCARDED]
@@ -107,7 +116,13 @@ def _group(
             )  # still running when last seen: outcome unknown
         spans.append(CallSpan(c.running_at, end, c.access))
     bars = tuple(
-        CallBar(c, spans[i].start, spans[i].end, tuple(overlapping(spans, i)))
+        CallBar(
+            c,
+            spans[i].start,
+            spans[i].end,
+            tuple(overlapping(spans, i)),
+            tuple(violation_line(v) for v in flagged.get((c.run, c.call.ref), ())),
+        )
         for i, c in enumerate(calls)
     )
     stats = batch_stats([CallSpan(c.running_at, c.finished_at, c.access) for c in live])
@@ -121,6 +136,7 @@ def load_groups(store: SessionStore, session_id: str) -> list[IterationGroup]:
     keys = sorted(
         {(c.run, c.iteration) for c in calls} | {(m.run, m.iteration) for m in models}
     )
+    flagged = violations_by_call(stored_violations(store, session_id))
     groups = []
     for run, iteration in keys:
         mine = [c for c in calls if (c.run, c.iteration) == (run, iteration)]
@@ -129,5 +145,5 @@ def load_groups(store: SessionStore, session_id: str) -> list[IterationGroup]:
             [c for c in calls if c.run == run], [m for m in models if m.run == run]
         )
         model = model_calls[-1] if model_calls else None
-        groups.append(_group(run, iteration, mine, model, last))
+        groups.append(_group(run, iteration, mine, model, last, flagged))
     return groups

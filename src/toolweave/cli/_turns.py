@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, final
 
 from ..events import (
+    DeclarationViolation,
     Event,
     IterationStarted,
     ModelCallFinished,
@@ -20,6 +21,7 @@ from ..events import (
 from ..events import Warning as WarningEvent
 from ..messages import ToolCall, ToolResult
 from ..sessions import AccessRecord
+from ._audit_view import violation_line
 from ._makespan import BatchStats, CallSpan, batch_stats
 
 __all__ = ["CallRow", "Turn", "TurnTracker", "call_label"]
@@ -46,6 +48,8 @@ class CallRow:
     start: float | None = None
     end: float | None = None
     result: ToolResult | None = None
+    violations: list[DeclarationViolation] = field(default_factory=list)
+    """What the declaration audit reported for this call."""
 
     @property
     def state(self) -> str:
@@ -93,6 +97,8 @@ class TurnTracker:
         """Every turn so far; the last is the current one."""
         self.origin: float | None = None
         """anyio time of the first event."""
+        self.violations: list[DeclarationViolation] = []
+        """Every declaration violation of the run, in order."""
 
     @property
     def current(self) -> Turn | None:
@@ -145,3 +151,13 @@ class TurnTracker:
             )
         elif isinstance(event, WarningEvent):
             self._turn().notes.append(event.message)
+        elif isinstance(event, DeclarationViolation):
+            self._violation(event)
+
+    def _violation(self, event: DeclarationViolation) -> None:
+        self.violations.append(event)
+        turn = self._turn()
+        row = turn.rows.get(event.key or event.call_id)  # by position key
+        if row is not None:
+            row.violations.append(event)
+        turn.notes.append(f"declaration audit: {violation_line(event)}")

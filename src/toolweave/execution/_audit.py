@@ -100,11 +100,11 @@ class Auditor:
         finally:
             _scope.reset(token)
             if on_event is not None and scope.breaches:
-                _report(scope, on_event)
+                _report(scope, call, on_event)
         return _settle(scope, executed) if scope.breaches else executed
 
 
-def _report(scope: AuditScope, on_event: EventSink) -> None:
+def _report(scope: AuditScope, call: ToolCall, on_event: EventSink) -> None:
     for breach in scope.breaches:
         event = DeclarationViolation(
             scope.call_id,
@@ -112,6 +112,7 @@ def _report(scope: AuditScope, on_event: EventSink) -> None:
             breach.op.action,
             breach.op.target,
             breach.source,
+            key=call.key,
             reason=breach.reason,
             blocked=breach.blocked,
         )

@@ -15,6 +15,7 @@ import contextvars
 import errno
 import sys
 import threading
+import weakref
 from dataclasses import dataclass
 from types import FrameType
 
@@ -106,7 +107,7 @@ class AuditScope:
         reason = rule_broken(
             op, findings.concurrency, findings.access, findings.private
         )
-        if reason is None:
+        if reason is None or _in_finalizer(frame):
             return
         breach = Breach(op, reason, self._source(findings, frame), self.enforce)
         findings.breaches.append(breach)
@@ -145,6 +146,24 @@ def code_files(tool: Tool) -> frozenset[str]:
         files.add(_function_file(fn))
         subject = getattr(subject, "inner", None)  # a WrappedTool's tool
     return frozenset(f for f in files if f is not None)
+
+
+_WEAKREF_CALLBACK = weakref.finalize.__call__.__code__
+
+
+def _in_finalizer(frame: FrameType | None) -> bool:
+    """True inside ``__del__`` or a weakref.finalize callback.
+
+    The garbage collector runs them at any allocation, in whatever context is
+    current: their operations belong to whoever dropped the object, not to
+    the call that happened to be running.
+    """
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or code is _WEAKREF_CALLBACK:
+            return True
+        frame = frame.f_back
+    return False
 
 
 _STDLIB = tuple(

@@ -90,6 +90,15 @@ def _open(args: tuple[object, ...]) -> tuple[Operation, ...]:
     return (Operation("write", "open", _fspath(path), exclusive=exclusive),)
 
 
+def _mkdir(args: tuple[object, ...]) -> tuple[Operation, ...]:
+    """A mkdir of a path that exists changes nothing (it fails): not a write."""
+    dir_fd = args[2] if len(args) > 2 else None
+    target = _fspath(args[0], dir_fd)
+    if os.path.lexists(target):
+        return ()
+    return (Operation("write", "os.mkdir", target),)
+
+
 def _pair(action: str) -> Classifier:
     """Both the source and the destination change (rename, replace, move)."""
 
@@ -171,7 +180,7 @@ _CLASSIFIERS: dict[str, Classifier] = {
     "open": _open,
     "os.remove": _first("os.remove", 1),
     "os.rmdir": _first("os.rmdir", 1),
-    "os.mkdir": _first("os.mkdir", 2),
+    "os.mkdir": _mkdir,
     "os.chmod": _first("os.chmod", 2),
     "os.chown": _first("os.chown", 3),
     "os.truncate": _first("os.truncate"),

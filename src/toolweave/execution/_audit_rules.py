@@ -14,6 +14,8 @@ How `Access` keys name what the audit sees:
 * **Network.** A connect (or ``sendto``) needs a ``net:`` key (read or write,
   e.g. ``net:example.com``), or a write of ``*``. Hosts are not matched: a connect sees an
   address, not the name that was looked up.
+* A mkdir of a path that already exists changes nothing (it fails), so it is
+  no write: ``os.makedirs(path, exist_ok=True)`` on existing directories passes.
 * Every other key (``todo:``, ``db:users``) is opaque: the audit cannot see it.
 
 A call with no declared access is checked against what the scheduler assumed
@@ -24,7 +26,9 @@ Three writes are never violations: ``/dev/null`` (subprocess opens it for a
 child's unused streams), a file the call created exclusively (O_EXCL,
 as `tempfile.mkstemp` does; later writes, renames and removal of it included,
 since nobody else could have seen it before), and byte-code caches Python
-writes when a module is imported (``__pycache__``).
+writes when a module is imported (``__pycache__``). Operations of finalizers
+(``__del__``, ``weakref.finalize``) are not the call's either: the garbage
+collector runs them at any allocation, in whatever context is current.
 """
 
 from __future__ import annotations

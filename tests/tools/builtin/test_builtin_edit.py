@@ -254,3 +254,6 @@ def test_declarations(root: Path) -> None:
         escaping = tool.parse(raw | {"path": "../x"})
         assert tool.access_for(escaping) == Access.barrier()
     assert [EditTool(root).name, WriteTool(root).name] == ["edit", "write"]
+    # a write that must create directories declares the topmost one it creates
+    deep = WriteTool(root).parse({"path": "pkg/sub/new.py", "content": ""})
+    assert WriteTool(root).access_for(deep) == Access(writes=(f"fs:{root}/pkg",))

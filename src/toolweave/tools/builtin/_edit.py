@@ -138,7 +138,9 @@ class EditTool(_FileChangeTool):
 class WriteTool(_FileChangeTool):
     """Create a file, or overwrite one the session has read.
 
-    SEQUENTIAL; access: writes ``fs:<resolved file>``. Interrupt: BLOCK.
+    SEQUENTIAL; access: writes ``fs:<resolved file>``, or, when directories
+    must be created for it, ``fs:<the topmost missing one>`` (which covers the
+    file). Interrupt: BLOCK.
     A new file needs no prior read (missing parent directories are created);
     an existing one must have been read in this session and be unchanged on
     disk since. The write is atomic (temp file + rename) and keeps the mode.
@@ -156,6 +158,12 @@ class WriteTool(_FileChangeTool):
             input_model=WriteInput,
         )
 
+    def _access(self, args: dict[str, Any]) -> Access:
+        top = self.workspace.resolve(args["path"])
+        while not top.parent.exists() and top.parent != top:
+            top = top.parent  # a directory this call will create
+        return Access(writes=(Workspace.key(top),))
+
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Write on a worker thread; returns a one-line summary."""
         return await run_in_worker_thread(partial(self.write_sync, args, ctx.state))
@@ -169,7 +177,7 @@ class WriteTool(_FileChangeTool):
         existed = path.exists()
         if existed:
             require_fresh_read(state, path, path.stat(), rel)
-        else:
+        elif not path.parent.is_dir():
             path.parent.mkdir(parents=True, exist_ok=True)
         data = args["content"].encode("utf-8")
         atomic_write(path, data)
