@@ -94,6 +94,10 @@ DENIED_BY_RM = [
     "flock /tmp/l rm x",
     "trap 'rm x' EXIT",
     "coproc rm x",
+    "! ! rm x",
+    "time 2>&1 rm x",
+    "ls\n\\rm x",
+    "EOF\n\\rm x",
     "coproc W { rm x; }",
     "nice -5 rm x",
     "ls#$(rm x)",
@@ -184,6 +188,7 @@ def test_an_ask_rule_holds_the_same_way(command: str) -> None:
         ("bash", "ls"),
         ("bash(git push)", "git $SUB"),
         ("bash(git push --force:*)", "git push $FLAG"),
+        ("bash(git push --force:*)", "git push > /dev/null --force"),
     ],
 )
 def test_every_rule_form_matches_inside_compositions(rule: str, command: str) -> None:

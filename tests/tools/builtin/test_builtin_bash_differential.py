@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 from toolweave.tools.builtin._bash_parse import Unparsed, parse_script
+from toolweave.tools.builtin._bash_rules import command_parts
 
 MARK = "printf %s%s\\\\n R AN"
 
@@ -23,16 +24,23 @@ FRAGMENTS = [
     "# c \\\n", "# )\n", "echo $(", ")\n", "`", '"', "'", "case x in x) ", ";;\n",
     "esac\n", "{ ", "}\n", "(", "$((", "))", "; ", "&& ", "\n", "x=\\\n", "ls ",
     "<<<", "$'\\n'", "\r\n", "\\\r\n", "cat <<EOF\n`", "$(cat <<EOF\n", "\\\n\n",
-    "${x:-", "}", "[[ ", " ]]\n",
+    "${x:-", "}", "[[ ", " ]]\n", "! ", "time ", "2>&1 ", "\\", "> /dev/null ",
 ]  # fmt: skip
 
 
 def _hidden(source: str) -> bool:
-    """True if the parser accepts `source` yet shows no command that may be MARK."""
-    parsed = parse_script(source)
-    if isinstance(parsed, Unparsed):
+    """True if the parser accepts `source` yet shows no command that may be MARK.
+
+    "Shows" is what permission rules see (wrappers such as ``time`` looked
+    through); the classifier only calls an input read-only when every command
+    it shows is, so a wrapper it shows instead of MARK keeps it exclusive.
+    """
+    if isinstance(parse_script(source), Unparsed):
         return False
-    return not any(c.name in ("printf", None) for c in parsed.commands)
+    parts = command_parts(source)
+    if parts is None:
+        return False
+    return not any(words[0] in ("printf", None) for words in parts.possible)
 
 
 def test_no_command_bash_runs_is_hidden_from_the_parser(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ Parser choice, by measurement (the numbers are in ``docs/bash-safety.md``):
 **tree-sitter-bash**, not bashlex.
 
 - bashlex is a recursive pure-Python port of bash's tokenizer; it loops forever
-  on some quoted ``${`` glued to other text, recurses once per nesting level (a
-  10,000-deep ``$(`` input dies with RecursionError after seconds), and cannot
+  on some quoted ``${`` glued to other text (issue 11), recurses once per
+  nesting level (10,000-deep ``$(`` or ``(`` raises RecursionError), and cannot
   be interrupted: a thread running it can never be stopped.
 - tree-sitter parses in C, keeps its own stack (10,000-deep nesting parses in
   ~5 ms), and can be *cancelled*: the parse below reads its input through a
@@ -19,8 +19,10 @@ Parser choice, by measurement (the numbers are in ``docs/bash-safety.md``):
 - tree-sitter is error tolerant, which could fail open. It doesn't here: a tree
   with any ERROR or MISSING node is `Unparsed`, every node type not listed in
   this module is a hazard, word values are computed from the source text by a
-  strict unquoter of our own (not from tree-sitter's word split), and a
-  backslash-newline inside a word (which tree-sitter splits but bash joins) is
+  strict unquoter of our own (not from tree-sitter's word split), and the
+  shapes where tree-sitter and bash disagree (found by a differential test
+  against bash: backslash-newlines that join text, carriage returns, backticks
+  in heredoc bodies, words glued to a newline, words hung on a redirection) are
   `Unparsed`.
 
 `parse_script` returns a `Script` — every simple command anywhere (lists,
@@ -384,6 +386,8 @@ class _Walker:
 
     def add(self, words: list[tree_sitter.Node]) -> None:
         raws = tuple(self.text(w) for w in words)
+        if any(_loose_whitespace(r) for r in raws):
+            self.unread = "a word tree-sitter split differently from bash"
         spans = tuple((w.start_byte, w.end_byte) for w in words)
         values = tuple(
             _FD_PATH if w.type == "process_substitution" else literal_word(r)
@@ -401,6 +405,8 @@ class _Walker:
         targets = [
             c for c in node.children if c.is_named and c.type != "file_descriptor"
         ]
+        if len(targets) > 1:  # tree-sitter hangs the command's next words here
+            self.unread = "words after a redirection target"
         target = self.text(targets[-1]) if targets else ""
         if operator in _OUTPUT_OPERATORS or not operator.startswith("<"):
             if operator in (">&", "<&") and re.fullmatch(r"[0-9]+-?|-", target):
@@ -452,6 +458,16 @@ class _Walker:
                 else:
                     stack.append(child)
         return found
+
+
+def _loose_whitespace(raw: str) -> bool:
+    """True if a word starts or ends with whitespace.
+
+    bash never makes such a word (quoted whitespace needs its quotes); a word
+    node holding one means tree-sitter read the input differently — it can glue
+    the newline after ``EOF`` to a backslash-escaped name on the next line).
+    """
+    return raw[:1].isspace() or raw[-1:].isspace()
 
 
 _NOT_WORDS = frozenset(

@@ -54,6 +54,7 @@ _TRANSPARENT: dict[str, tuple[OptionSpec, int]] = {
     "exec": (spec("cl", "a"), 0),
     "stdbuf": (spec("", "ioe", "", "input output error"), 0),
     "coproc": (spec(), 0),
+    "!": (spec(), 0),  # tree-sitter reads the second ! of `! ! cmd` as a command
 }  # fmt: skip
 """Wrappers whose inner command alone must be allowed: (options, operands before it)."""
 
