@@ -512,3 +512,39 @@ async def test_a_call_cancelled_in_its_post_hooks_says_it_finished_and_keeps_its
     assert result.context_modifier is not None
     result.context_modifier()
     assert applied == ["x"]
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_in_its_pre_hooks_says_it_never_started(
+    tmp_path: Path,
+) -> None:
+    """Issue 13 item 11d: cut before the tool started, the answer says so."""
+    ran: list[str] = []
+    inside = anyio.Event()
+
+    @tool
+    async def change() -> str:
+        """Would change something."""
+        ran.append("x")
+        return "changed"
+
+    hooks = Hooks()
+
+    @hooks.pre_tool_use
+    async def hold(data: PreToolUseInput) -> None:
+        inside.set()
+        await anyio.sleep_forever()
+
+    runner = ToolRunner(registry_with(change), state=make_state(tmp_path), hooks=hooks)
+    results: list[ToolResult] = []
+    async with anyio.create_task_group() as tg:
+
+        async def one() -> None:
+            results.append(await runner(call("c1", "change")))
+
+        tg.start_soon(one)
+        await inside.wait()
+        tg.cancel_scope.cancel()
+    (result,) = results
+    assert result.is_error and result.synthetic
+    assert "never started" in result.text and ran == []

@@ -158,8 +158,9 @@ async def test_interrupt_while_pre_and_post_hooks_run(tmp_path: Path) -> None:
     store.close()
     # finished before the interrupt: kept as it was
     assert answers["a"].content == "a done"
-    # CANCEL, held in its PreToolUse hook: stopped before the tool ran
+    # CANCEL, held in its PreToolUse hook: stopped before the tool ran, and says so
     assert answers["pc"].synthetic and answers["pc"].is_error
+    assert "never started" in answers["pc"].text
     # BLOCK calls run to their end, hooks included
     assert answers["pb"].content == "pb done" and answers["qb"].content == "qb done"
     # CANCEL, held in its PostToolUse hook: it *finished*; said so, output withheld

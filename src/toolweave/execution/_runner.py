@@ -37,6 +37,10 @@ __all__ = ["RunnerStatistics", "ToolRunner"]
 
 logger = logging.getLogger("toolweave.execution")
 
+_PRE_HOOKS_CUT = (
+    "Stopped while its PreToolUse hooks ran: the tool {tool!r} never started,"
+    " so it had no effect."
+)
 _POST_HOOKS_CUT = (
     "Interrupted after the tool {tool!r} finished, while its PostToolUse hooks ran:"
     " its effects happened, but its output is withheld because the hooks that"
@@ -283,7 +287,14 @@ class ToolRunner:
         names = (tool.name, *tool.aliases)
         verdict: HookVerdict | None = None
         if hooks is not None and (pre := hooks.pre_hooks_for(names)):
-            args, verdict = await self._pre_hooks(pre, tool, call, args, ctx)
+            try:
+                args, verdict = await self._pre_hooks(pre, tool, call, args, ctx)
+            except anyio.get_cancelled_exc_class():
+                # Cut before the tool started: say so (not "effects unknown").
+                # Level-triggered: an outer cancel fires again at the caller's
+                # next checkpoint.
+                message = _PRE_HOOKS_CUT.format(tool=tool.name)
+                return ToolResult(call.id, message, is_error=True, synthetic=True)
         await self._gate.authorize(tool, call, args, ctx, verdict)
         timeout = (
             tool.timeout if tool.timeout is not None else self._config.default_timeout
