@@ -302,3 +302,19 @@ anyio.run(main)
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_the_mode_here_and_stepping_outside_the_audit() -> None:
+    from toolweave.execution._audit import audit_mode_here, outside_audit
+    from toolweave.execution._audit_hook import current_scope
+
+    assert audit_mode_here() == "off"
+    for enforce, mode in ((True, "enforce"), (False, "warn")):
+        token = current_scope().set(_scope(enforce=enforce))
+        try:
+            assert audit_mode_here() == mode
+            with outside_audit():
+                assert audit_mode_here() == "off"
+            assert audit_mode_here() == mode
+        finally:
+            current_scope().reset(token)

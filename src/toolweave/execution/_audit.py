@@ -11,7 +11,8 @@ operations are seen.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Literal, TypeAlias, get_args
 
 from .._exceptions import ConfigError
@@ -21,7 +22,14 @@ from ..tools import Tool
 from ._audit_hook import AuditScope, current_scope, ensure_installed
 from ._execute import Executed, emit_safely
 
-__all__ = ["AuditMode", "Auditor", "check_audit_mode", "unaudited"]
+__all__ = [
+    "AuditMode",
+    "Auditor",
+    "audit_mode_here",
+    "check_audit_mode",
+    "outside_audit",
+    "unaudited",
+]
 
 AuditMode: TypeAlias = Literal["off", "warn", "enforce"]
 """off: no hook at all; warn: report and let it happen; enforce: stop it."""
@@ -45,6 +53,28 @@ def check_audit_mode(mode: object) -> AuditMode:
     if mode == "enforce":
         return "enforce"
     raise ConfigError(f"audit must be one of {', '.join(_MODES)}; got {mode!r}")
+
+
+def audit_mode_here() -> AuditMode:
+    """The mode of the audited call this code runs in; ``"off"`` outside any."""
+    scope = _scope.get()
+    if scope is None:
+        return "off"
+    return "enforce" if scope.enforce else "warn"
+
+
+@contextmanager
+def outside_audit() -> Iterator[None]:
+    """Within the block, nothing is attributed to the running call.
+
+    For runtime work a tool hosts (a sub-agent's model calls and bookkeeping):
+    it is not the tool's own doing. The tasks started in the block inherit it.
+    """
+    token = _scope.set(None)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 def unaudited(sink: EventSink) -> EventSink:

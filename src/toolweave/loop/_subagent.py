@@ -19,7 +19,14 @@ import anyio
 from pydantic import BaseModel, Field
 
 from .._exceptions import ConfigError, ToolError, ToolTimeoutError
-from ..events import CompletionReason, Event, IterationStarted, ToolUseStarted
+from ..events import (
+    CompletionReason,
+    DeclarationViolation,
+    Event,
+    IterationStarted,
+    ToolUseStarted,
+)
+from ..execution._audit import audit_mode_here, outside_audit
 from ..models import Model, resolve_model
 from ..tools import Access, Concurrency, Interrupt, Tool, ToolContext, ToolRegistry
 from ._agent import Agent
@@ -46,6 +53,8 @@ class SubAgentInput(BaseModel):
 
 
 def _progress(event: Event) -> str | None:
+    if isinstance(event, DeclarationViolation):
+        return f"declaration audit: {event.tool}: {event.operation} {event.target}"
     if isinstance(event, IterationStarted):
         return f"iteration {event.iteration}"
     if isinstance(event, ToolUseStarted):
@@ -130,8 +139,11 @@ class SubAgentTool(Tool):
         parent = ctx.state.results_dir
         if results is None and parent is not None:
             results = parent / "subagents" / uuid.uuid4().hex
+        audit = self.child_config.audit
+        if audit == "off":  # audited parent call: its child's calls are audited too
+            audit = audit_mode_here()
         config = dataclasses.replace(
-            self.child_config, max_wall_clock=budget, results_dir=results
+            self.child_config, max_wall_clock=budget, results_dir=results, audit=audit
         )
         return Agent(
             self.child_model,
@@ -143,19 +155,11 @@ class SubAgentTool(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> str:
         """Run the child on `args["prompt"]`; its output, or a ToolError marked as a failure."""
-        result: RunResult | None = None
         child = self._child(ctx)
-        try:
-            with anyio.move_on_after(self.child_timeout + _GRACE):
-                async with child.open_run(args["prompt"]) as run:
-                    async for event in run.events():
-                        message = _progress(event)
-                        if message is not None:
-                            ctx.report_progress(f"{self.name}: {message}")
-                result = run.result
-        finally:
-            with anyio.CancelScope(shield=True):
-                await child.aclose()  # models its config named by string
+        # The child's model calls and bookkeeping are the runtime's, not this
+        # tool's; its own tool calls are audited one by one (see `_child`).
+        with outside_audit():
+            result = await self._run_child(child, args["prompt"], ctx)
         if result is None:
             raise ToolTimeoutError(
                 f"{FAILURE_MARKER} {self.name} did not finish within {self.child_timeout:g} s"
@@ -164,6 +168,24 @@ class SubAgentTool(Tool):
         if result.completion_reason is CompletionReason.COMPLETED:
             return result.output
         raise ToolError(_failure_text(self.name, result, self.child_timeout))
+
+    async def _run_child(
+        self, child: Agent, prompt: str, ctx: ToolContext
+    ) -> RunResult | None:
+        """The child's result, or None if it did not finish in time."""
+        result: RunResult | None = None
+        try:
+            with anyio.move_on_after(self.child_timeout + _GRACE):
+                async with child.open_run(prompt) as run:
+                    async for event in run.events():
+                        message = _progress(event)
+                        if message is not None:
+                            ctx.report_progress(f"{self.name}: {message}")
+                result = run.result
+        finally:
+            with anyio.CancelScope(shield=True):
+                await child.aclose()  # models its config named by string
+        return result
 
 
 def _failure_text(name: str, result: RunResult, timeout: float) -> str:
