@@ -79,3 +79,31 @@ async def test_status_does_not_rewrite_the_index(
     before = index.read_bytes()
     await run(BashTool(repo), {"command": "git status --short"}, state)
     assert index.read_bytes() == before
+
+
+def test_overrides_are_appended_after_the_users_own() -> None:
+    from toolweave.tools.builtin._bash_git import git_read_env
+
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name"}
+    extra = git_read_env(env)
+    assert "GIT_CONFIG_KEY_0" not in extra  # the user's entry is kept
+    assert extra["GIT_CONFIG_KEY_1"] == "core.fsmonitor"
+    count = int(extra["GIT_CONFIG_COUNT"])
+    keys = {extra[f"GIT_CONFIG_KEY_{i}"] for i in range(1, count)}
+    assert {"core.pager", "diff.external", "gpg.program"} <= keys
+    assert git_read_env({"GIT_CONFIG_COUNT": "x"})["GIT_CONFIG_KEY_0"] == (
+        "core.fsmonitor"
+    )
+
+
+async def test_a_users_own_git_config_env_still_applies(
+    repo: Path, state: SessionState
+) -> None:
+    env = {
+        **__import__("os").environ,
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "core.abbrev",
+        "GIT_CONFIG_VALUE_0": "12",
+    }
+    out = await run(BashTool(repo, env=env), {"command": "git log -1 --oneline"}, state)
+    assert len(out.split()[0]) == 12

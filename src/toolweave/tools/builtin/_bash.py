@@ -21,7 +21,7 @@ from ._bash_classifier import (
     parse_prefixes,
     read_only_form,
 )
-from ._bash_git import GIT_READ_ENV, GIT_READ_UNSET
+from ._bash_git import GIT_READ_UNSET, git_read_env
 from ._bash_process import ShellOutcome, run_shell
 from ._bash_rules import ShellCommand
 from ._readstate import changed_read_files, read_fingerprints
@@ -257,7 +257,7 @@ hold ``--pre``)."""
 def _read_only_env(env: dict[str, str]) -> dict[str, str]:
     """`env` for a call judged read-only: configured programs switched off."""
     kept = {k: v for k, v in env.items() if k not in _READ_ONLY_UNSET}
-    return {**kept, **GIT_READ_ENV}
+    return {**kept, **git_read_env(kept)}
 
 
 async def _status_name(command: str, outcome: ShellOutcome) -> str | None:

@@ -11,7 +11,7 @@ Network readers (``ls-remote``, ``fetch``) are not readers: transports run
 configured programs.
 
 Repository configuration can still run programs during a read (the agent can
-edit ``.git/config``): `GIT_READ_ENV` is the environment a parallel git read
+edit ``.git/config``): `git_read_env` gives the environment a parallel git read
 runs with (fsmonitor, pager, external diff, hooks and system config off; no
 optional locks, so ``status`` never rewrites the index), and `NO_TEXTCONV`
 names the subcommands the bash tool gives ``--no-textconv --no-ext-diff``,
@@ -20,11 +20,17 @@ since textconv drivers cannot be switched off from the environment.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ._bash_options import OptionSpec, first_operand, options_ok, spec
 
-__all__ = ["GIT_READ_ENV", "NO_TEXTCONV", "git_read_only", "git_subcommand"]
+__all__ = [
+    "GIT_READ_UNSET",
+    "NO_TEXTCONV",
+    "git_read_env",
+    "git_read_only",
+    "git_subcommand",
+]
 
 Argv = Sequence[str | None]
 
@@ -52,16 +58,33 @@ _OVERRIDES = (
     ("gpg.x509.program", "false"),
 )
 
-GIT_READ_ENV: dict[str, str] = {
+_READ_VARS = {
     "GIT_OPTIONAL_LOCKS": "0",
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_PAGER": "cat",
     "GIT_TERMINAL_PROMPT": "0",
-    "GIT_CONFIG_COUNT": str(len(_OVERRIDES)),
-    **{f"GIT_CONFIG_KEY_{i}": k for i, (k, _) in enumerate(_OVERRIDES)},
-    **{f"GIT_CONFIG_VALUE_{i}": v for i, (_, v) in enumerate(_OVERRIDES)},
 }
-"""Environment of a parallel git read (``GIT_EXTERNAL_DIFF`` is removed too)."""
+
+
+def git_read_env(env: Mapping[str, str]) -> dict[str, str]:
+    """Variables to add to `env` for a parallel git read.
+
+    The configuration overrides are appended after any ``GIT_CONFIG_COUNT``
+    entries `env` already has (the last value of a key wins, so ours do), and
+    the variables that select programs are set or, see `GIT_READ_UNSET`, removed
+    by the caller.
+    """
+    try:
+        first = max(0, int(env.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        first = 0
+    out = dict(_READ_VARS)
+    for i, (key, value) in enumerate(_OVERRIDES, start=first):
+        out[f"GIT_CONFIG_KEY_{i}"] = key
+        out[f"GIT_CONFIG_VALUE_{i}"] = value
+    out["GIT_CONFIG_COUNT"] = str(first + len(_OVERRIDES))
+    return out
+
 
 GIT_READ_UNSET = ("GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS", "GIT_SSH", "GIT_SSH_COMMAND")
 """Variables removed from a parallel git read's environment."""
@@ -155,8 +178,9 @@ _SUBCOMMANDS: dict[str, OptionSpec] = {
     "ls-tree": spec("rdtlz", "", "long name-only name-status object-only full-name "
                     "full-tree", "format", "abbrev"),
     "cat-file": spec("tspe", "", "", "", "", max_positionals=2),
+    # not --dirty / --broken: they refresh the index
     "describe": spec("", "", "all tags contains long always first-parent exact-match "
-                     "debug", "match exclude candidates", "abbrev dirty broken"),
+                     "debug", "match exclude candidates", "abbrev"),
     "merge-base": spec("a", "", "all octopus independent is-ancestor fork-point"),
     "name-rev": spec("", "", "tags name-only no-undefined always all", "refs exclude"),
     "show-ref": spec("sdq", "", "head heads tags verify dereference hash quiet "
