@@ -17,6 +17,7 @@ PUBLIC_PACKAGES = [
     "toolweave.models",
     "toolweave.loop",
     "toolweave.testing",
+    "toolweave.integrations",
 ]
 
 DESIGN_NAMES = [

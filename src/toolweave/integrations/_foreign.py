@@ -1,0 +1,215 @@
+"""ForeignScheduler: a framework's batch of tool calls, run on toolweave's schedule.
+
+Each call becomes a `ToolCall` the Dispatcher schedules and the `ToolRunner`
+runs (hooks, permissions, timeouts, audit); the tool it runs is a stand-in
+whose work is the framework's own execution of that call, so the framework's
+validation, injection and error handling stay exactly as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, final
+
+from pydantic import BaseModel, ConfigDict
+
+from .._exceptions import ToolError, ToolInputError
+from ..events import Event
+from ..execution import (
+    ExecutionConfig,
+    Hooks,
+    PermissionMode,
+    PermissionRules,
+    ToolRunner,
+)
+from ..execution._audit import AuditMode
+from ..messages import ToolCall, ToolResult
+from ..scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
+from ..tools import SessionState, Tool, ToolContext, ToolRegistry
+from ._declaration import UNDECLARED, Declaration, Declarations
+
+__all__ = ["ForeignCall", "ForeignScheduler", "Outcome", "Raised"]
+
+T = TypeVar("T")
+
+_NO_TIMEOUT = ExecutionConfig(default_timeout=None)
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignCall:
+    """One framework tool call: its id, tool name and raw arguments."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """The framework's value said the call failed: `text` for toolweave's result."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome(Generic[T]):
+    """How one call ended: the framework's own value if it produced one, and the result.
+
+    `value` is set when the framework's execution returned (success or an error
+    it handled itself); None when it raised or never ran (interrupted, denied,
+    timed out): then `result` (an error) says why.
+    """
+
+    value: T | None
+    result: ToolResult
+    ran: bool = False
+
+
+class _AnyArgs(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+@dataclass(slots=True)
+class _Batch:
+    invoke: Callable[[int, Mapping[str, Any]], Awaitable[Any]]
+    describe: Callable[[Any], str | Raised]
+    passthrough: tuple[type[BaseException], ...]
+    values: dict[int, Any] = field(default_factory=dict)
+    raised: dict[int, BaseException] = field(default_factory=dict)
+
+
+_CURRENT: ContextVar[_Batch] = ContextVar("toolweave_foreign_batch")
+
+
+def _position(call: ToolCall) -> int:
+    return int(call.key.rpartition(".")[2])
+
+
+class _StandIn(Tool):
+    """Declares what the framework's tool was declared to be; runs the framework's call."""
+
+    def __init__(self, name: str, declaration: Declaration) -> None:
+        super().__init__(
+            name=name,
+            description=f"framework tool {name!r}",
+            input_model=_AnyArgs,
+            concurrency=declaration.concurrency,
+            access=declaration.access,
+            interrupt=declaration.interrupt,
+            timeout=declaration.timeout,
+            max_result_chars=None,  # the framework's message is the result
+        )
+
+    def parse(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """Any mapping: the framework validates the arguments itself."""
+        if not isinstance(raw, Mapping):
+            raise ToolInputError(f"arguments of {self.name!r} must be an object")
+        return dict(raw)
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the framework's execution of this call; keep its value."""
+        batch = _CURRENT.get()
+        index = _position(ctx.call)
+        try:
+            value = await batch.invoke(index, args)
+        except batch.passthrough as exc:
+            batch.raised[index] = exc
+            raise ToolError(f"{type(exc).__name__} raised by the tool") from None
+        batch.values[index] = value
+        described = batch.describe(value)
+        if isinstance(described, Raised):
+            raise ToolError(described.text)
+        return described
+
+
+@final
+class ForeignScheduler:
+    """Runs batches of one framework's tool calls on toolweave's schedule.
+
+    `declarations` maps tool names to `Declaration`s (undeclared = a barrier).
+    Every call gets an `Outcome`, in call order, whatever order they finished
+    in; a call that raised, was denied, timed out or never ran (interrupt) has
+    no value and an error result. Exceptions of a `passthrough` type (a
+    framework's control flow, like LangGraph's interrupt) are re-raised after
+    every sibling is answered, the first in call order.
+    """
+
+    def __init__(
+        self,
+        declarations: Declarations | None = None,
+        *,
+        config: ConcurrencyConfig | None = None,
+        dispatcher: Dispatcher | None = None,
+        hooks: Hooks | None = None,
+        permissions: PermissionRules | None = None,
+        mode: PermissionMode = PermissionMode.DEFAULT,
+        on_event: Callable[[Event], None] | None = None,
+        audit: AuditMode = "off",
+        state: SessionState | None = None,
+    ) -> None:
+        self._declarations = dict(declarations or {})
+        self._config = config or ConcurrencyConfig()
+        self._dispatcher = dispatcher
+        self._runner_options: dict[str, Any] = {
+            "hooks": hooks,
+            "permissions": permissions,
+            "mode": mode,
+            "on_event": on_event,
+            "audit": audit,
+            "config": _NO_TIMEOUT,
+        }
+        self._state = state or SessionState()
+        self._tools: dict[str, Tool] = {
+            name: _StandIn(name, d) for name, d in self._declarations.items()
+        }
+        self._registry = ToolRegistry(self._tools.values())
+
+    def declaration(self, name: str) -> Declaration:
+        """The declaration calls of `name` are scheduled by (`UNDECLARED` if none)."""
+        return self._declarations.get(name, UNDECLARED)
+
+    def _registry_for(self, calls: Sequence[ForeignCall]) -> ToolRegistry:
+        missing = {c.name for c in calls if c.name not in self._tools}
+        if not missing:
+            return self._registry
+        extra = [_StandIn(name, UNDECLARED) for name in sorted(missing)]
+        return ToolRegistry([*self._tools.values(), *extra])
+
+    async def run(
+        self,
+        calls: Sequence[ForeignCall],
+        invoke: Callable[[int, Mapping[str, Any]], Awaitable[T]],
+        describe: Callable[[T], str | Raised],
+        *,
+        passthrough: tuple[type[BaseException], ...] = (),
+        interrupt: InterruptToken | None = None,
+    ) -> list[Outcome[T]]:
+        """Run `calls`; `invoke(index, args)` is the framework's own execution of one.
+
+        `describe(value)` gives the text of a value for toolweave's result (hooks
+        and events see it), or `Raised` when the value is the framework's own
+        error answer. Checkpoint: always. Cancelling the caller cancels every
+        call and re-raises.
+        """
+        registry = self._registry_for(calls)
+        runner = ToolRunner(registry, state=self._state, **self._runner_options)
+        batch = _Batch(invoke, describe, passthrough)
+        tw_calls = [
+            ToolCall(c.id, c.name, c.args, key=f"0.{i}") for i, c in enumerate(calls)
+        ]
+        token = _CURRENT.set(batch)
+        try:
+            dispatcher = self._dispatcher or Dispatcher(self._config)
+            results = await dispatcher.dispatch(
+                tw_calls, registry, runner, interrupt=interrupt
+            )
+        finally:
+            _CURRENT.reset(token)
+        if batch.raised:
+            raise batch.raised[min(batch.raised)]
+        return [
+            Outcome(batch.values.get(i), r, ran=i in batch.values)
+            for i, r in enumerate(results)
+        ]

@@ -1,0 +1,260 @@
+"""toolweave's scheduling inside LangGraph: `ScheduledToolNode`, a drop-in for `ToolNode`.
+
+`ToolNode` runs every tool call of an AI message at once (``asyncio.gather``,
+or a thread pool on the sync path), whatever the tools do, and by default a
+tool that raises aborts the graph. `ScheduledToolNode` keeps `ToolNode`'s
+input, output, state injection, `Command` handling and wrappers, and changes
+only *when* each call runs: toolweave's Dispatcher schedules the calls by
+their declarations (`declarations`: tool name → `Declaration`; undeclared
+tools are SEQUENTIAL barriers), under the caps of its `ConcurrencyConfig`,
+through the `ToolRunner` lifecycle (hooks, permissions, timeouts, audit).
+Results are one `ToolMessage` per call in call order; a tool that raises gives
+a ``status="error"`` `ToolMessage` while its siblings finish.
+
+Interrupts: set the `InterruptToken` passed as
+``config["configurable"][INTERRUPT_KEY]`` and the running batch stops as
+toolweave's do (CANCEL tools now, BLOCK tools run to the end, calls not started
+are answered "not run"); every call still gets a `ToolMessage`. LangGraph's
+own `interrupt()` raised inside a tool is re-raised once every sibling has
+finished (LangGraph re-runs the node on resume, as it does for `ToolNode`).
+
+One batch at a time: the node must be handed the whole AI message. With
+`create_react_agent` pass ``version="v1"``; its default ``"v2"`` sends every
+call to its own node instance (LangGraph's ``Send``), where each call is a
+batch of one that toolweave cannot order against its siblings: the node warns
+(`SplitBatchWarning`) the first time it is handed a lone call that way.
+
+Requires ``toolweave[langgraph]``. Relies on `ToolNode`'s per-call methods of
+the pinned langgraph-prebuilt release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolRuntime, _handle_tool_error
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import BaseModel
+
+from ..scheduling import InterruptToken
+from ..tools import run_in_worker_thread
+from ._blocking import run_blocking
+from ._declaration import Declaration, Declarations
+from ._foreign import ForeignCall, ForeignScheduler, Outcome, Raised
+
+__all__ = ["INTERRUPT_KEY", "Declaration", "ScheduledToolNode", "SplitBatchWarning"]
+
+INTERRUPT_KEY = "toolweave_interrupt"
+"""Key in ``config["configurable"]`` for the run's `InterruptToken`."""
+
+
+class SplitBatchWarning(UserWarning):
+    """The node was handed one call of a larger batch: it cannot order it against the rest."""
+
+
+_Output = ToolMessage | Command[Any] | list[ToolMessage | Command[Any]]
+_InputType = Literal["list", "dict", "tool_calls"]
+
+
+def _text(message: ToolMessage) -> str:
+    content = message.content
+    return content if isinstance(content, str) else str(content)
+
+
+def _describe(value: _Output) -> str | Raised:
+    """Text of a node output for toolweave's result; an error ToolMessage is Raised."""
+    if isinstance(value, ToolMessage):
+        return Raised(_text(value)) if value.status == "error" else _text(value)
+    if isinstance(value, list):
+        parts = [_describe(v) for v in value]
+        return "\n".join(p.text if isinstance(p, Raised) else p for p in parts)
+    return repr(value)
+
+
+def _error_message(call: ToolCall, exc: Exception) -> ToolMessage:
+    return ToolMessage(
+        content=_handle_tool_error(exc, flag=True),
+        name=call["name"],
+        tool_call_id=call["id"],
+        status="error",
+    )
+
+
+class ScheduledToolNode(ToolNode):
+    """`ToolNode` whose calls run on toolweave's schedule. Same input and output.
+
+    Args:
+        tools: As for `ToolNode`.
+        declarations: Tool name → `Declaration` (concurrency, access, interrupt,
+            timeout). An undeclared tool is SEQUENTIAL with undeclared access.
+        scheduler_options: Passed to the scheduler: ``config``
+            (`ConcurrencyConfig`: policy, caps), ``dispatcher`` (share one
+            host cap between nodes; it must belong to the graph's event loop),
+            ``hooks``, ``permissions``, ``mode``, ``on_event``, ``audit``.
+        **node_options: `ToolNode`'s own options (``name``, ``messages_key``,
+            ``handle_tool_errors``, ``wrap_tool_call`` …). A tool error the
+            node's ``handle_tool_errors`` does not handle is answered in
+            ``handle_tool_errors=True``'s words instead of aborting the graph.
+
+    Loop and thread affinity: the async path runs on the graph's event loop; the
+    sync path runs a private event loop per batch, and each sync tool on a
+    worker thread (a thread cannot be stopped, so CANCEL interrupts wait for it).
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        *,
+        declarations: Declarations | None = None,
+        scheduler_options: Mapping[str, Any] | None = None,
+        **node_options: Any,
+    ) -> None:
+        super().__init__(tools, **node_options)
+        self._warned = False
+        self._scheduler = ForeignScheduler(declarations, **(scheduler_options or {}))
+
+    def _parse_input(
+        self, input: list[AnyMessage] | dict[str, Any] | BaseModel
+    ) -> tuple[list[ToolCall], _InputType]:
+        tool_calls, input_type = super()._parse_input(input)
+        if (
+            not self._warned
+            and isinstance(input, dict)
+            and input.get("__type") == "tool_call_with_context"
+        ):
+            self._warned = True
+            warnings.warn(
+                "ScheduledToolNode was handed one tool call of a batch (LangGraph Send,"
+                " e.g. create_react_agent(version='v2')); calls sent apart cannot be"
+                " ordered against each other. Use create_react_agent(version='v1').",
+                SplitBatchWarning,
+                stacklevel=2,
+            )
+        return tool_calls, input_type
+
+    def _runtimes(
+        self,
+        input: list[AnyMessage] | dict[str, Any] | BaseModel,
+        config: RunnableConfig,
+        runtime: Runtime[Any],
+        tool_calls: list[ToolCall],
+    ) -> list[ToolRuntime[Any, Any]]:
+        """One ToolRuntime per call, built as `ToolNode` builds them."""
+        tools = list(self.tools_by_name.values())
+        runtimes: list[ToolRuntime[Any, Any]] = []
+        for call, cfg in zip(
+            tool_calls, _config_list(config, len(tool_calls)), strict=True
+        ):
+            runtimes.append(
+                ToolRuntime(
+                    state=self._extract_state(input, cfg),
+                    tool_call_id=call["id"],
+                    config=cfg,
+                    context=runtime.context,
+                    store=runtime.store,
+                    stream_writer=runtime.stream_writer,
+                    tools=tools,
+                    execution_info=runtime.execution_info,
+                    server_info=runtime.server_info,
+                )
+            )
+        return runtimes
+
+    async def _schedule(
+        self,
+        tool_calls: list[ToolCall],
+        config: RunnableConfig,
+        run_one: Callable[[int, ToolCall], Any],
+    ) -> list[_Output]:
+        async def invoke(index: int, args: Mapping[str, Any]) -> _Output:
+            call = tool_calls[index]
+            if args != call["args"]:  # a PreToolUse hook rewrote it
+                call = {**call, "args": dict(args)}
+            try:
+                output: _Output = await run_one(index, call)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:  # isolation: never abort the graph
+                return _error_message(call, exc)
+            return output
+
+        calls = [ForeignCall(c["id"] or "", c["name"], c["args"]) for c in tool_calls]
+        outcomes = await self._scheduler.run(
+            calls,
+            invoke,
+            _describe,
+            passthrough=(GraphBubbleUp,),
+            interrupt=_interrupt_of(config),
+        )
+        return [_answer(c, o) for c, o in zip(tool_calls, outcomes, strict=True)]
+
+    async def _afunc(
+        self,
+        input: list[AnyMessage] | dict[str, Any] | BaseModel,
+        config: RunnableConfig,
+        runtime: Runtime[Any],
+    ) -> Any:
+        tool_calls, input_type = self._parse_input(input)
+        runtimes = self._runtimes(input, config, runtime, tool_calls)
+
+        async def run_one(index: int, call: ToolCall) -> _Output:
+            return await self._arun_one(call, input_type, runtimes[index])
+
+        outputs = await self._schedule(tool_calls, config, run_one)
+        return self._combine_tool_outputs(outputs, input_type)
+
+    def _func(
+        self,
+        input: list[AnyMessage] | dict[str, Any] | BaseModel,
+        config: RunnableConfig,
+        runtime: Runtime[Any],
+    ) -> Any:
+        tool_calls, input_type = self._parse_input(input)
+        runtimes = self._runtimes(input, config, runtime, tool_calls)
+
+        async def run_one(index: int, call: ToolCall) -> _Output:
+            return await run_in_worker_thread(
+                lambda: self._run_one(call, input_type, runtimes[index])
+            )
+
+        async def batch() -> list[_Output]:
+            return await self._schedule(tool_calls, config, run_one)
+
+        outputs = run_blocking(batch)
+        return self._combine_tool_outputs(outputs, input_type)
+
+
+def _config_list(config: RunnableConfig, n: int) -> list[RunnableConfig]:
+    from langchain_core.runnables.config import get_config_list
+
+    return get_config_list(config, n)
+
+
+def _interrupt_of(config: RunnableConfig) -> InterruptToken | None:
+    token = (config.get("configurable") or {}).get(INTERRUPT_KEY)
+    if token is None or isinstance(token, InterruptToken):
+        return token
+    raise TypeError(
+        f"config['configurable'][{INTERRUPT_KEY!r}] must be a toolweave"
+        f" InterruptToken, not {type(token).__name__}"
+    )
+
+
+def _answer(call: ToolCall, outcome: Outcome[_Output]) -> _Output:
+    """The node's value, or an error ToolMessage saying why there is none."""
+    if outcome.ran and outcome.value is not None:
+        return outcome.value
+    return ToolMessage(
+        content=outcome.result.text,
+        name=call["name"],
+        tool_call_id=call["id"],
+        status="error",
+    )
