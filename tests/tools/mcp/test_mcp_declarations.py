@@ -51,6 +51,7 @@ def _by_server(tools: tuple[MCPTool, ...], server: str) -> dict[str, MCPTool]:
 def _check_read_only(tool: MCPTool, access: tw.Access) -> None:
     assert tool.concurrency is tw.Concurrency.SAFE, tool
     assert tool.access_for({}) == access, tool
+    assert tool.bound_access() == access, tool  # what a sub-agent holding it claims
     assert tool.interrupt is tw.Interrupt.CANCEL, tool
 
 
@@ -59,6 +60,7 @@ def _check_mutating(
 ) -> None:
     assert tool.concurrency is concurrency, tool
     assert tool.access_for({}) == access, tool
+    assert tool.bound_access() == access, tool
     assert tool.interrupt is tw.Interrupt.BLOCK, tool
 
 

@@ -62,14 +62,15 @@ def is_read_only(annotations: mt.ToolAnnotations | None) -> bool:
 
 
 def _access_spec(config: MCPServerConfig, *, read_only: bool) -> AccessSpec:
+    """The Access every call of the tool claims, as a constant.
+
+    A constant is also the tool's `Tool.bound_access`, so a sub-agent holding
+    read-only MCP tools may still overlap with other calls.
+    """
     if config.touches is None:
-        unknown = (
-            Access.read_all() if (read_only or config.trusted) else Access.barrier()
-        )
-        return lambda args: unknown
+        return Access.read_all() if (read_only or config.trusted) else Access.barrier()
     keys = (f"mcp:{config.name}", *config.touches)
-    declared = Access(reads=keys) if read_only else Access(writes=keys)
-    return lambda args: declared
+    return Access(reads=keys) if read_only else Access(writes=keys)
 
 
 @final
