@@ -348,3 +348,57 @@ async def test_a_finalizer_the_garbage_collector_runs_is_not_the_tools(
     assert (await runner(call("i", "innocent"))).text == "ok"
     assert (base / "from-del").exists() and (base / "from-finalize").exists()
     assert events.of(DeclarationViolation) == []
+
+
+async def test_audited_wraps_a_runner_of_your_own(base: Path, tmp_path: Path) -> None:
+    """Scheduler-only users: the Dispatcher with a bare runner, audited."""
+    from toolweave.execution import audited
+    from toolweave.messages import ToolCall, ToolResult
+    from toolweave.scheduling import ConcurrencyConfig, Dispatcher
+    from toolweave.tools import ToolContext
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda args: _reads(base))
+    async def sneaky(n: int) -> str:
+        """Writes although it declares only reads."""
+        _write(base / f"s{n}")
+        return "sneaked"
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+    async def fine() -> str:
+        """Touches nothing."""
+        return "fine"
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+    async def boom() -> str:
+        """Fails."""
+        raise RuntimeError("its own failure")
+
+    registry = ToolRegistry([sneaky, fine, boom])
+
+    async def bare(call_: ToolCall) -> ToolResult:
+        found = registry.get(call_.name)
+        assert found is not None
+        output = await found.call(found.parse(call_.input), ToolContext(call_))
+        return ToolResult(call_.id, str(output))
+
+    assert audited(bare, registry, audit="off") is bare
+    events = Events()
+    runner = audited(bare, registry, audit="enforce", on_event=events)
+    calls = [
+        call("a", "sneaky", n=1),
+        call("b", "fine"),
+        call("c", "missing"),  # unknown: run unaudited (the bare runner fails it)
+        call("d", "sneaky", n="not a number"),  # unparsable: run unaudited
+    ]
+    async with Dispatcher(ConcurrencyConfig()) as dispatcher:
+        results = await dispatcher.dispatch(calls, registry, runner)
+    assert results[0].is_error and "Blocked by the declaration audit" in results[0].text
+    assert results[1].text == "fine"
+    assert results[2].is_error and results[3].is_error
+    assert [v.call_id for v in events.of(DeclarationViolation)] == ["a"]
+    assert not (base / "s1").exists()
+    warn = audited(bare, registry, audit="warn")
+    assert (await warn(call("e", "sneaky", n=2))).text == "sneaked"
+    assert (base / "s2").exists()
+    with pytest.raises(RuntimeError, match="its own failure"):
+        await warn(call("f", "boom"))

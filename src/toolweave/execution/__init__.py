@@ -6,6 +6,7 @@ its declared concurrency and `Access`; the rules are in `_audit_rules`.
 """
 
 from ._audit import AuditMode as AuditMode
+from ._audit_runner import audited as audited
 from ._authorize import AskAnswer as AskAnswer
 from ._authorize import AskHandler as AskHandler
 from ._config import ExecutionConfig as ExecutionConfig
@@ -74,6 +75,7 @@ __all__ = [
     "StopInput",
     "ToolOutput",
     "ToolRunner",
+    "audited",
     "classify_call",
     "decide_permission",
     "make_preview",
