@@ -548,3 +548,47 @@ async def test_a_call_cancelled_in_its_pre_hooks_says_it_never_started(
     (result,) = results
     assert result.is_error and result.synthetic
     assert "never started" in result.text and ran == []
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_in_its_failure_hooks_keeps_its_own_error(
+    tmp_path: Path,
+) -> None:
+    """Issue 13 item 11d: the tool ran and failed; its error stands, its change kept."""
+    applied: list[str] = []
+    inside = anyio.Event()
+
+    @tool
+    async def broken() -> ToolOutput:
+        """Fail after changing context."""
+        return ToolOutput(
+            ToolResult("c1", "disk full", is_error=True),
+            context_modifier=lambda: applied.append("x"),
+        )
+
+    hooks = Hooks()
+
+    @hooks.post_tool_use_failure
+    async def hold(data: PostToolUseFailureInput) -> None:
+        inside.set()
+        await anyio.sleep_forever()
+
+    runner = ToolRunner(registry_with(broken), state=make_state(tmp_path), hooks=hooks)
+    results: list[ToolResult] = []
+    async with anyio.create_task_group() as tg:
+
+        async def one() -> None:
+            results.append(await runner(call("c1", "broken")))
+
+        tg.start_soon(one)
+        await inside.wait()
+        tg.cancel_scope.cancel()
+    (result,) = results
+    assert (result.text, result.is_error, result.synthetic) == (
+        "disk full",
+        True,
+        False,
+    )
+    assert result.context_modifier is not None
+    result.context_modifier()
+    assert applied == ["x"]

@@ -466,4 +466,9 @@ class ToolRunner:
             except CallFailed as failed:
                 failed.modifier = result.context_modifier
                 raise
+            except anyio.get_cancelled_exc_class():
+                # The tool ran and failed; only its hooks were cut: its own error
+                # result is the truth (level-triggered: an outer cancel fires
+                # again at the caller's next checkpoint).
+                return result
         return result
