@@ -223,8 +223,9 @@ def _source(command: str) -> bytes | Unparsed:
         return Unparsed("the command is empty")
     if _GLUED_CONTINUATION.search(source):
         return Unparsed("a backslash-newline joins a word")
-    if b"\r" in source:
-        return Unparsed("the command contains a carriage return")
+    if any(c in source for c in (b"\r", b"\x0b", b"\x0c")):
+        # tree-sitter splits words there; bash does not
+        return Unparsed("the command contains a carriage return or form feed")
     return source
 
 
