@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,37 @@ async def run_concurrently(
 async def dispatch(
     runner: ToolRunner, registry: ToolRegistry, calls: Sequence[ToolCall]
 ) -> list[ToolResult]:
-    """Run a batch through the real Dispatcher and the runner's batch budget."""
-    async with Dispatcher(ConcurrencyConfig(max_concurrency=8)) as dispatcher:
+    """Run a batch through the real Dispatcher and the runner's batch budget.
+
+    The Dispatcher's per-call ceiling is off: these tests exercise the
+    lifecycle's own timeouts, and on trio's MockClock a pending ceiling is jumped
+    to whenever a tool waits on a real thread.
+    """
+    config = ConcurrencyConfig(max_concurrency=8, default_tool_timeout=None)
+    async with Dispatcher(config) as dispatcher:
         results = await dispatcher.dispatch(calls, registry, runner)
     return runner.finish_batch(results)
+
+
+@contextlib.contextmanager
+def patient_autojump(real_seconds: float = 0.25) -> Iterator[None]:
+    """On trio's MockClock, wait this long (real time) idle before jumping to a deadline.
+
+    A tool on a real worker thread must get the chance to start before its
+    virtual deadline is jumped to; on asyncio (real time) this does nothing.
+    """
+    try:
+        import trio.lowlevel
+        import trio.testing
+
+        clock = trio.lowlevel.current_clock()
+    except RuntimeError:  # not running under trio
+        yield
+        return
+    assert isinstance(clock, trio.testing.MockClock)
+    before = clock.autojump_threshold
+    clock.autojump_threshold = real_seconds
+    try:
+        yield
+    finally:
+        clock.autojump_threshold = before

@@ -12,7 +12,7 @@ import pytest
 from lifecycle_helpers import Events, call, dispatch, make_state, run_concurrently
 
 from toolweave.events import DeclarationViolation
-from toolweave.execution import ToolRunner
+from toolweave.execution import ExecutionConfig, ToolRunner
 from toolweave.tools import Access, Concurrency, ToolContext, ToolRegistry, tool
 
 pytestmark = pytest.mark.anyio
@@ -42,6 +42,8 @@ def _runner(
         state=make_state(tmp_path),
         on_event=events,
         audit=audit,  # type: ignore[arg-type]
+        # real threads and processes: trio's MockClock would jump to a timeout
+        config=ExecutionConfig(default_timeout=None),
     )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -127,3 +128,27 @@ def dispatch_soon(
 
     tg.start_soon(go)
     return out
+
+
+@contextlib.contextmanager
+def patient_autojump(real_seconds: float = 0.25) -> Iterator[None]:
+    """On trio's MockClock, idle this long (real time) before jumping to a deadline.
+
+    Lets a tool on a real worker thread start before its virtual deadline is
+    jumped to; on asyncio (real time) it does nothing.
+    """
+    try:
+        import trio.lowlevel
+        import trio.testing
+
+        clock = trio.lowlevel.current_clock()
+    except RuntimeError:  # not running under trio
+        yield
+        return
+    assert isinstance(clock, trio.testing.MockClock)
+    before = clock.autojump_threshold
+    clock.autojump_threshold = real_seconds
+    try:
+        yield
+    finally:
+        clock.autojump_threshold = before

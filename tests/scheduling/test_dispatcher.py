@@ -195,7 +195,9 @@ async def test_sync_tools_get_enough_worker_threads() -> None:
         return key
 
     reg = tw.ToolRegistry([wait_for_all])
-    out = await Dispatcher(ConcurrencyConfig(max_concurrency=8)).dispatch(
+    # No ceiling: trio's MockClock would jump to it while the threads wait.
+    config = ConcurrencyConfig(max_concurrency=8, default_tool_timeout=None)
+    out = await Dispatcher(config).dispatch(
         calls(*[("wait_for_all", str(i)) for i in range(8)]), reg, runner_for(reg)
     )
     assert [r.content for r in out] == [str(i) for i in range(8)]

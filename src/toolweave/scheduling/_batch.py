@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..messages import ToolCall, ToolResult
-from ..tools import Interrupt, ToolRegistry
+from ..tools import Access, Interrupt, ToolRegistry
 from ..tools._cancel import cancelled_from_outside, is_cancellation, is_fatal
+from ..tools._threads import abandoning_threads
+from ._config import ConcurrencyConfig
 from ._gate import CallPlan, classify
 from ._policies import Planner
 from ._results import (
@@ -36,6 +38,7 @@ from ._results import (
     not_run,
     runner_failed,
     stopped_while_running,
+    timed_out,
 )
 from ._spawn import Spawner
 
@@ -91,13 +94,26 @@ def fire_completed(
         logger.exception("on_completed listener %r raised; ignored", listener)
 
 
-async def invoke(runner: Runner, call: ToolCall) -> ToolResult:
-    """Run one call through the runner; a fault becomes an error result.
+async def invoke(
+    runner: Runner, call: ToolCall, ceiling: float | None = None
+) -> ToolResult:
+    """Run one call through the runner, within `ceiling` seconds; a fault is an error result.
 
     A cancellation exception that nothing outside asked for (the tool raised
     CancelledError by itself) is a fault too. Real cancellation, KeyboardInterrupt
     and SystemExit propagate (the batch answers the call and re-raises the latter).
+    At the ceiling the runner is cancelled, whatever the tool's `interrupt`, and a
+    worker thread it waits on is abandoned (issue 13, item 3).
     """
+    if ceiling is None:
+        return await _invoke(runner, call)
+    result: ToolResult | None = None
+    with abandoning_threads(), anyio.move_on_after(ceiling):
+        result = await _invoke(runner, call)
+    return result if result is not None else timed_out(call, ceiling)
+
+
+async def _invoke(runner: Runner, call: ToolCall) -> ToolResult:
     try:
         result = await runner(call)
     except Exception as exc:
@@ -130,7 +146,7 @@ class Batch:
         *,
         on_started: StartedListener | None,
         on_completed: CompletedListener | None,
-        batch_cap: int,
+        config: ConcurrencyConfig,
         eager: bool,
         selective: bool,
     ) -> None:
@@ -142,7 +158,8 @@ class Batch:
         self._on_completed = on_completed
         self._eager = eager and planner.incremental
         self._selective = selective
-        self._limiter = anyio.CapacityLimiter(batch_cap)
+        self._config = config
+        self._limiter = anyio.CapacityLimiter(config.batch_cap)
         self.calls: list[ToolCall] = []
         self.plans: list[CallPlan] = []
         self.results: list[ToolResult | None] = []
@@ -186,7 +203,7 @@ class Batch:
     def submit(self, call: ToolCall) -> None:
         """Add the next call (in call order). Never blocks, never raises for bad calls."""
         index = len(self.calls)
-        plan = classify(call, self._registry)
+        plan = self._threads_cap(classify(call, self._registry))
         self.calls.append(call)
         self.plans.append(plan)
         self.results.append(None)
@@ -205,6 +222,19 @@ class Batch:
             ready = self._ready[index] = anyio.Event()
             self._tg.start_soon(self._prepare, plan, ready)
         self._poke()
+
+    def _threads_cap(self, plan: CallPlan) -> CallPlan:
+        # issue 13 item 3: too many abandoned threads → sync tools run exclusive.
+        tool = plan.tool
+        if (
+            tool is None
+            or not tool.runs_in_thread
+            or plan.runs_nothing
+            or self._host.threads.abandoned_now < self._config.max_abandoned_threads
+        ):
+            return plan
+        why = "too many abandoned worker threads: sync tools run exclusive"
+        return CallPlan(tool, plan.args, False, Access.barrier(), why)
 
     def finish(self) -> None:
         """No more calls will come: the response is final."""
@@ -331,7 +361,9 @@ class Batch:
         self._state[index] = _State.RUNNING
         self._host.started_running()
         try:
-            return await invoke(self._runner, call)
+            tool = self.plans[index].tool
+            ceiling = self._config.ceiling_for(tool.timeout if tool else None)
+            return await invoke(self._runner, call, ceiling)
         finally:
             self._host.running -= 1
 

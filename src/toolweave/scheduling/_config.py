@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
@@ -35,6 +36,17 @@ class ConcurrencyConfig:
     """Start SAFE calls while the model's response is still streaming."""
     drain_timeout: float = 30.0
     """Seconds `Dispatcher.aclose` waits for running calls before cancelling them."""
+    default_tool_timeout: float | None = 600.0
+    """Ceiling, in seconds, on one call's whole runner (its lifecycle), so nothing hangs a run.
+
+    A tool that declares a longer `timeout` gets that instead. At the ceiling the
+    call is cancelled whatever its `interrupt` (a worker thread is abandoned) and
+    answered with a synthetic timeout error. None = no ceiling (not recommended:
+    a call that never returns then holds its batch forever).
+    """
+    max_abandoned_threads: int = 8
+    """Abandoned worker threads (still running after their call timed out) the host
+    tolerates; at this many, calls of sync tools run exclusive until some end."""
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -54,6 +66,20 @@ class ConcurrencyConfig:
             )
         if self.drain_timeout < 0:
             raise ConfigError("drain_timeout must be >= 0")
+        ceiling = self.default_tool_timeout
+        if ceiling is not None and not (ceiling > 0 and not math.isnan(ceiling)):
+            raise ConfigError(
+                f"default_tool_timeout must be positive or None, got {ceiling}"
+            )
+        if self.max_abandoned_threads < 0:
+            raise ConfigError("max_abandoned_threads must be >= 0")
+
+    def ceiling_for(self, declared: float | None) -> float | None:
+        """The per-call ceiling for a tool that declares `declared` seconds (or None)."""
+        ceiling = self.default_tool_timeout
+        if ceiling is None or declared is None:
+            return ceiling
+        return max(ceiling, declared)
 
     @property
     def batch_cap(self) -> int:

@@ -13,13 +13,15 @@ import anyio
 from ..messages import ToolCall, ToolResult
 from ..tools import ToolRegistry
 from ..tools._cancel import sole_fatal
-from ..tools._threads import thread_limiter
+from ..tools._threads import WorkerThreads, worker_threads
 from ._batch import (
     CLOSED,
+    INTERRUPTED,
     Batch,
     CompletedListener,
     Runner,
     StartedListener,
+    fire_completed,
     fire_started,
 )
 from ._config import ConcurrencyConfig
@@ -27,7 +29,7 @@ from ._interrupt import InterruptToken
 from ._modifiers import apply_modifiers
 from ._policies import new_planner
 from ._results import not_run, stopped_while_running
-from ._sequential import run_sequential
+from ._sequential import prepare, run_sequential
 from ._spawn import open_spawner
 from ._stream import ToolStream
 
@@ -54,6 +56,10 @@ class DispatcherStatistics:
     """The host cap."""
     closed: bool
     """True once `aclose` began."""
+    abandoned_threads: int = 0
+    """Worker threads abandoned at a call's deadline that are still running."""
+    abandoned_threads_total: int = 0
+    """Worker threads abandoned since the Dispatcher was created."""
 
 
 class _Host:
@@ -61,7 +67,7 @@ class _Host:
 
     def __init__(self, max_concurrency: int) -> None:
         self.slots = anyio.CapacityLimiter(max_concurrency)
-        self.threads = anyio.CapacityLimiter(max_concurrency)
+        self.threads = WorkerThreads(max_concurrency)
         self.running = 0
         self.waiting = 0
 
@@ -86,6 +92,23 @@ class _Host:
         except BaseException:
             self.slots.release_on_behalf_of(token)
             raise
+
+    async def acquire_host(
+        self, token: object, interrupt: InterruptToken | None
+    ) -> bool:
+        """Take a host slot for `token`; False if `interrupt` was set first."""
+        if interrupt is None:
+            await self.slots.acquire_on_behalf_of(token)
+            return True
+        if interrupt.is_set():
+            return False
+        with anyio.CancelScope() as scope:
+            unsubscribe = interrupt.subscribe(scope.cancel)
+            try:
+                await self.slots.acquire_on_behalf_of(token)
+            finally:
+                unsubscribe()
+        return not scope.cancelled_caught
 
     def release(self, token: object, batch: anyio.CapacityLimiter) -> None:
         batch.release_on_behalf_of(token)
@@ -144,6 +167,8 @@ class Dispatcher:
             slots_in_use=int(host.slots.borrowed_tokens) if host else 0,
             max_concurrency=self.config.max_concurrency,
             closed=self._closed,
+            abandoned_threads=host.threads.abandoned_now if host else 0,
+            abandoned_threads_total=host.threads.abandoned_total if host else 0,
         )
 
     def _new_batch(
@@ -163,7 +188,7 @@ class Dispatcher:
             new_planner(self.config.policy),
             on_started=on_started,
             on_completed=on_completed,
-            batch_cap=self.config.batch_cap,
+            config=self.config,
             eager=eager,
             selective=selective,
         )
@@ -197,9 +222,19 @@ class Dispatcher:
         if not calls:
             return []
         async with _as_token(interrupt) as token:
-            if not self.config.enabled or len(calls) < 2 or self._closed:
+            if not self.config.enabled or self._closed:
                 return await run_sequential(
-                    calls, registry, runner, on_started, on_completed, token
+                    calls,
+                    registry,
+                    runner,
+                    on_started,
+                    on_completed,
+                    token,
+                    config=self.config,
+                )
+            if len(calls) == 1:
+                return await self._run_single(
+                    calls[0], registry, runner, on_started, on_completed, token
                 )
             batch = self._new_batch(
                 registry,
@@ -211,6 +246,53 @@ class Dispatcher:
             )
             return await self._run_batch(batch, calls, registry, runner, token)
 
+    async def _run_single(
+        self,
+        call: ToolCall,
+        registry: ToolRegistry,
+        runner: Runner,
+        on_started: StartedListener | None,
+        on_completed: CompletedListener | None,
+        token: InterruptToken | None,
+    ) -> list[ToolResult]:
+        """A one-call batch: the plain path, but under a host slot like any call.
+
+        88 % of real responses carry one call; without a slot, sessions sharing
+        the Dispatcher would run past `max_concurrency` (issue 13, item 5). The
+        readiness step runs before the slot; an interrupt stops the slot wait.
+        """
+        host = self._get_host()
+        tool = registry.get(call.name)
+        if tool is not None and tool.needs_prepare:
+            await prepare(tool)
+        slot = object()
+        host.waiting += 1
+        try:
+            got = await host.acquire_host(slot, token)
+        finally:
+            host.waiting -= 1
+        if not got:
+            result = not_run(call, INTERRUPTED)
+            fire_completed(on_completed, call, result)
+            return [result]
+        host.running += 1
+        reset = worker_threads.set(host.threads)
+        try:
+            return await run_sequential(
+                [call],
+                registry,
+                runner,
+                on_started,
+                on_completed,
+                token,
+                config=self.config,
+                prepared=True,
+            )
+        finally:
+            worker_threads.reset(reset)
+            host.running -= 1
+            host.slots.release_on_behalf_of(slot)
+
     async def _run_batch(
         self,
         batch: Batch,
@@ -221,7 +303,7 @@ class Dispatcher:
     ) -> list[ToolResult]:
         self._batches.add(batch)
         unsubscribe = token.subscribe(batch.interrupt) if token else None
-        reset = thread_limiter.set(self._get_host().threads)
+        reset = worker_threads.set(self._get_host().threads)
         try:
             with anyio.CancelScope() as batch.scope:
                 async with open_spawner() as tg:
@@ -233,7 +315,7 @@ class Dispatcher:
             batch.scope = None
             await self._finish_batch(batch, registry, runner, token)
         finally:
-            thread_limiter.reset(reset)
+            worker_threads.reset(reset)
             if unsubscribe:
                 unsubscribe()
             self._forget(batch)
@@ -278,7 +360,7 @@ class Dispatcher:
         results: list[ToolResult] = []
         with anyio.CancelScope() as batch.fallback_scope:
             results = await run_sequential(
-                [call], registry, runner, on_started, None, token
+                [call], registry, runner, on_started, None, token, config=self.config
             )
         batch.fallback_scope = None
         if results:
@@ -329,7 +411,7 @@ class Dispatcher:
             )
             self._batches.add(batch)
             unsubscribe = token.subscribe(batch.interrupt) if token else None
-            reset = thread_limiter.set(self._get_host().threads)
+            reset = worker_threads.set(self._get_host().threads)
             stream = ToolStream.live(self, batch, registry, runner, token)
             try:
                 async with _unwrapping(batch), open_spawner() as tg:
@@ -341,7 +423,7 @@ class Dispatcher:
                         if not stream.harvested:
                             stream.discard()
             finally:
-                thread_limiter.reset(reset)
+                worker_threads.reset(reset)
                 if unsubscribe:
                     unsubscribe()
                 self._forget(batch)

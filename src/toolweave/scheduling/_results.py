@@ -15,6 +15,7 @@ __all__ = [
     "results_of",
     "runner_failed",
     "stopped_while_running",
+    "timed_out",
 ]
 
 _RESULTS_ATTR = "toolweave_results"
@@ -38,6 +39,18 @@ def stopped_while_running(call: ToolCall, why: str) -> ToolResult:
         call.id,
         f"Cancelled: {why}. The tool {call.name!r} was stopped before it finished;"
         " any effects it had are unknown.",
+        is_error=True,
+        synthetic=True,
+    )
+
+
+def timed_out(call: ToolCall, seconds: float) -> ToolResult:
+    """The synthetic result of a call cut off at the Dispatcher's per-call ceiling."""
+    return ToolResult(
+        call.id,
+        f"Timed out: the call to {call.name!r} did not finish within {seconds:g} s"
+        " (the per-call ceiling, `default_tool_timeout`) and was stopped; any effects"
+        " it had are unknown.",
         is_error=True,
         synthetic=True,
     )

@@ -25,6 +25,7 @@ from ._batch import (
     fire_started,
     invoke,
 )
+from ._config import ConcurrencyConfig
 from ._interrupt import InterruptToken
 from ._modifiers import apply_modifiers
 from ._results import attach_results, fatal_raised, not_run, stopped_while_running
@@ -41,6 +42,9 @@ async def run_sequential(
     on_started: StartedListener | None,
     on_completed: CompletedListener | None,
     interrupt: InterruptToken | None,
+    *,
+    config: ConcurrencyConfig,
+    prepared: bool = False,
 ) -> list[ToolResult]:
     """Run `calls` one after another in the calling task; results in call order.
 
@@ -60,13 +64,16 @@ async def run_sequential(
         elif sibling_failure is not None and declares_abort:
             result = not_run(call, sibling_failure)
         else:
-            if tool is not None and tool.needs_prepare:
+            if tool is not None and tool.needs_prepare and not prepared:
                 await prepare(tool)
             fire_started(on_started, call)
             cancellable = tool is None or tool.interrupt is Interrupt.CANCEL
             try:
                 result = await _run_one(
-                    call, runner, interrupt if cancellable else None
+                    call,
+                    runner,
+                    interrupt if cancellable else None,
+                    config.ceiling_for(tool.timeout if tool else None),
                 )
             except BaseException as exc:
                 if not is_fatal(exc):
@@ -91,14 +98,17 @@ async def prepare(tool: Tool) -> None:
 
 
 async def _run_one(
-    call: ToolCall, runner: Runner, interrupt: InterruptToken | None
+    call: ToolCall,
+    runner: Runner,
+    interrupt: InterruptToken | None,
+    ceiling: float | None,
 ) -> ToolResult:
     if interrupt is None:
-        return await invoke(runner, call)
+        return await invoke(runner, call, ceiling)
     with anyio.CancelScope() as scope:
         unsubscribe = interrupt.subscribe(scope.cancel)
         try:
-            return await invoke(runner, call)
+            return await invoke(runner, call, ceiling)
         finally:
             unsubscribe()
     return stopped_while_running(call, INTERRUPTED)

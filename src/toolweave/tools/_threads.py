@@ -1,27 +1,157 @@
-"""Running sync tool functions on worker threads under the caller's thread limiter."""
+"""Running sync tool functions on worker threads, and accounting for abandoned ones.
+
+A thread cannot be stopped. When a call that runs one reaches its deadline
+(its tool's timeout, or the Dispatcher's per-call ceiling) the call is answered
+at once and the thread is *abandoned*: it runs on to its end with nobody waiting
+(issue 13, item 3). `WorkerThreads` counts those threads per host so the
+Dispatcher can report them and stop piling more up.
+"""
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
-from typing import TypeVar
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar, cast, final
 
 import anyio
 import anyio.to_thread
 
-__all__ = ["run_in_worker_thread", "thread_limiter"]
+__all__ = [
+    "AbandonRecord",
+    "WorkerThreads",
+    "abandoning_threads",
+    "run_in_worker_thread",
+    "worker_threads",
+]
 
 T = TypeVar("T")
 
-thread_limiter: contextvars.ContextVar[anyio.CapacityLimiter | None] = (
-    contextvars.ContextVar("toolweave_thread_limiter", default=None)
-)
-"""The limiter sync tools use for worker threads; the Dispatcher sets it.
 
-The Dispatcher sizes it to `max_concurrency`, so a batch of sync tools never
-queues behind a small default pool. With no Dispatcher (a tool called directly)
-anyio's default limiter applies.
+@final
+class WorkerThreads:
+    """One host's worker threads: the limiter they run under and the abandoned ones.
+
+    Thread-safe: abandoned threads report their end from their own thread.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limiter = anyio.CapacityLimiter(limit)
+        """Bounds threads running on behalf of waiting calls (sized to the host cap)."""
+        self._lock = threading.Lock()
+        self._ended = threading.Condition(self._lock)
+        self._abandoned_now = 0
+        self._abandoned_total = 0
+
+    @property
+    def abandoned_now(self) -> int:
+        """Abandoned threads still running."""
+        return self._abandoned_now
+
+    @property
+    def abandoned_total(self) -> int:
+        """Threads abandoned since the host was created."""
+        return self._abandoned_total
+
+    def _abandoned(self) -> None:
+        with self._lock:
+            self._abandoned_now += 1
+            self._abandoned_total += 1
+
+    def _ended_one(self) -> None:
+        with self._lock:
+            self._abandoned_now -= 1
+            self._ended.notify_all()
+
+    def wait_abandoned_ended(self, timeout: float | None = None) -> bool:
+        """Block until no abandoned thread runs; False if `timeout` passed first.
+
+        Blocking: call it from a thread (``anyio.to_thread.run_sync``) or at exit.
+        """
+        with self._ended:
+            return self._ended.wait_for(lambda: self._abandoned_now == 0, timeout)
+
+
+worker_threads: contextvars.ContextVar[WorkerThreads | None] = contextvars.ContextVar(
+    "toolweave_worker_threads", default=None
+)
+"""The host's threads, set by the Dispatcher for the calls it runs.
+
+With no Dispatcher (a tool called directly) anyio's default limiter applies and
+abandoned threads are not counted by any host.
 """
+
+
+@final
+class AbandonRecord:
+    """Threads abandoned inside one `abandoning_threads` zone (one call's deadline)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+        """Worker threads abandoned in the zone so far."""
+
+
+_zone: contextvars.ContextVar[AbandonRecord | None] = contextvars.ContextVar(
+    "toolweave_abandon_zone", default=None
+)
+
+
+@contextmanager
+def abandoning_threads() -> Iterator[AbandonRecord]:
+    """Within the block, a cancelled worker thread is abandoned instead of waited for.
+
+    Used around a call that runs under a deadline: at the deadline the call must
+    be answered, whatever its thread does. The record counts what was abandoned.
+    """
+    record = AbandonRecord()
+    reset = _zone.set(record)
+    try:
+        yield record
+    finally:
+        _zone.reset(reset)
+
+
+class _Job:
+    """One function on a worker thread; knows whether it was abandoned mid-run."""
+
+    __slots__ = ("_lock", "abandoned", "finished", "fn", "started", "threads")
+
+    def __init__(self, fn: Callable[[], object], threads: WorkerThreads | None) -> None:
+        self.fn = fn
+        self.threads = threads
+        self._lock = threading.Lock()
+        self.started: bool = False
+        self.finished: bool = False
+        self.abandoned: bool = False
+
+    def run(self) -> object:
+        with self._lock:
+            if self.abandoned:  # cancelled before it began: never run it
+                return None
+            self.started = True
+        try:
+            return self.fn()
+        finally:
+            if self._finish() and self.threads is not None:
+                self.threads._ended_one()
+
+    def _finish(self) -> bool:
+        """Mark the function done; True if it had been abandoned meanwhile."""
+        with self._lock:
+            self.finished = True
+            return self.abandoned
+
+    def abandon(self) -> bool:
+        """Called on cancellation: True if the thread is left running."""
+        with self._lock:
+            self.abandoned = True
+            running = self.started and not self.finished
+        if running and self.threads is not None:
+            self.threads._abandoned()
+        return running
 
 
 async def run_in_worker_thread(
@@ -29,10 +159,23 @@ async def run_in_worker_thread(
 ) -> T:
     """Run `fn` on a worker thread and return its result.
 
-    A checkpoint. If `abandon_on_cancel`, cancellation returns at once and leaves
-    the thread to finish on its own (threads cannot be stopped); otherwise
-    cancellation waits for the function to return.
+    A checkpoint. On cancellation the thread is abandoned (left to finish on its
+    own, counted by the host) if `abandon_on_cancel`, or inside an
+    `abandoning_threads` zone (a deadline); otherwise cancellation waits for `fn`
+    to return. A function cancelled before its thread began never runs.
     """
-    return await anyio.to_thread.run_sync(
-        fn, abandon_on_cancel=abandon_on_cancel, limiter=thread_limiter.get()
-    )
+    zone = _zone.get()
+    threads = worker_threads.get()
+    abandon = abandon_on_cancel or zone is not None
+    job = _Job(fn, threads)
+    try:
+        result = await anyio.to_thread.run_sync(
+            job.run,
+            abandon_on_cancel=abandon,
+            limiter=threads.limiter if threads is not None else None,
+        )
+    except BaseException:
+        if abandon and not job.finished and job.abandon() and zone is not None:
+            zone.count += 1
+        raise
+    return cast("T", result)  # job.run returns fn's value
