@@ -34,6 +34,52 @@ def anyio_backend(request: pytest.FixtureRequest) -> object:
     return "asyncio"
 
 
+def _running_mock_clock() -> Any:
+    """The MockClock of the running trio loop, or None (asyncio, or no loop)."""
+    try:
+        import sniffio
+        import trio.lowlevel
+
+        if sniffio.current_async_library() != "trio":
+            return None
+        clock = trio.lowlevel.current_clock()
+    except Exception:
+        return None
+    return clock if isinstance(clock, trio.testing.MockClock) else None
+
+
+@pytest.fixture(autouse=True)
+def _patient_autojump_around_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a worker thread runs, trio's MockClock waits 0.25 s (real) idle before a jump.
+
+    Every tool call now runs under a deadline (issue 13, item 3). With an
+    autojump threshold of 0 the clock jumps to that deadline the moment the
+    loop is idle — which it is while a worker thread does real work — so a
+    quick file read would "time out". Virtual time is untouched otherwise.
+    """
+    import anyio.to_thread
+
+    real = anyio.to_thread.run_sync
+    state = {"in_flight": 0, "saved": 0.0}
+
+    async def run_sync(func: Any, *args: Any, **kwargs: Any) -> Any:
+        clock = _running_mock_clock()
+        if clock is None:
+            return await real(func, *args, **kwargs)
+        if state["in_flight"] == 0:
+            state["saved"] = clock.autojump_threshold
+            clock.autojump_threshold = max(state["saved"], 0.25)
+        state["in_flight"] += 1
+        try:
+            return await real(func, *args, **kwargs)
+        finally:
+            state["in_flight"] -= 1
+            if state["in_flight"] == 0:
+                clock.autojump_threshold = state["saved"]
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", run_sync)
+
+
 def _hypothesis_profiles() -> None:
     import os
 

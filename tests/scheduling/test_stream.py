@@ -49,11 +49,14 @@ async def test_safe_calls_start_while_the_response_streams() -> None:
         assert probe.started() == ["a", "b"] and started == ["c0", "c1"]
         stream.finish()
         await anyio.wait_all_tasks_blocked()
-        # conflict policy: edit of a waits for the read of a; read c needs no wait
-        assert started == ["c0", "c1", "c2", "c3"]
+        # conflict policy: edit of a waits for the read of a, outside any slot
+        # and before on_started; read c needs no wait, so it starts first
+        assert started == ["c0", "c1", "c3"]
         assert probe.started() == ["a", "b", "c"]
         probe.release("a", "b", "c")
         await anyio.wait_all_tasks_blocked()
+        assert started == ["c0", "c1", "c3", "c2"]
+        assert probe.started() == ["a", "b", "c", "a"]
         probe.release("a")
         results = await stream.harvest()
     assert [r.call_id for r in results] == ["c0", "c1", "c2", "c3"]

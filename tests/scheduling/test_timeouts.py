@@ -149,6 +149,7 @@ async def test_a_sync_tool_past_the_ceiling_leaves_an_abandoned_thread_and_the_c
             on_completed=lambda c, r: log.append(f"end {c.id}"),
         )
         assert [r.text for r in out] == ["a", "b"]
+        assert log == ["start a", "end a", "start b", "end b"]
         assert peak == 1
     finally:
         release.set()

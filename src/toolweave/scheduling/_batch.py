@@ -1,15 +1,21 @@
-"""The batch engine: admits one batch's calls in order and runs them under a policy.
+"""The batch engine: plans one batch's calls in order and starts each when it is ready.
 
 This module is the one place where toolweave decides what overlaps. Its
 invariants, each tested:
 
-* results are kept by index, so the list comes back in call order whatever the
-  completion order;
-* `on_started` fires from the admitting task, in call order, after the call's
-  slots are taken and before it runs (STYLE E1: the parent owns the order);
+* results are kept by index (a call's position, never its id), so the list
+  comes back in call order whatever the completion order, duplicate ids
+  included;
+* a call is *ready* once every earlier call its policy makes it wait for has
+  finished (and its readiness step ran); only a ready call takes slots, so a
+  waiting call never holds one (issue 13, item 5);
+* among ready calls, slots go in call order; `on_started` fires from the
+  admitting task right after a call's slots are taken and before it runs
+  (STYLE E1: the parent owns the order);
+* a call's context modifier is applied the moment it finishes, before any call
+  that waits for it can start, so the outcome equals serial execution for
+  declared conflicts, context changes included (issue 13, item 4);
 * `on_completed` fires as each call finishes (completion order);
-* a call starts only after every earlier call its policy makes it wait for has
-  finished, so the outcome equals serial execution for declared conflicts;
 * every call gets exactly one result; a call that did not run to the end gets a
   synthetic one (`is_error=True, synthetic=True`);
 * slots are released in a `finally`, so no exit path leaks one.
@@ -18,51 +24,53 @@ invariants, each tested:
 from __future__ import annotations
 
 import enum
+import heapq
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
 
 from ..messages import ToolCall, ToolResult
 from ..tools import Access, Interrupt, ToolRegistry
-from ..tools._cancel import cancelled_from_outside, is_cancellation, is_fatal
-from ..tools._threads import abandoning_threads
+from ..tools._cancel import is_fatal
+from ._calls import (
+    CLOSED,
+    DISCARDED,
+    INTERRUPTED,
+    CompletedListener,
+    Runner,
+    StartedListener,
+    fatal_reason,
+    fire_completed,
+    fire_started,
+    invoke,
+)
 from ._config import ConcurrencyConfig
 from ._gate import CallPlan, classify
+from ._modifiers import apply_modifiers
 from ._policies import Planner
-from ._results import (
-    attach_results,
-    coerce_result,
-    fatal_raised,
-    not_run,
-    runner_failed,
-    stopped_while_running,
-    timed_out,
-)
+from ._results import attach_results, fatal_raised, not_run, stopped_while_running
 from ._spawn import Spawner
 
 if TYPE_CHECKING:
     from ._dispatcher import _Host
 
 __all__ = [
+    "CLOSED",
+    "DISCARDED",
+    "INTERRUPTED",
     "Batch",
     "CompletedListener",
     "Runner",
     "StartedListener",
+    "fatal_reason",
     "fire_completed",
     "fire_started",
+    "invoke",
 ]
 
 logger = logging.getLogger("toolweave.scheduling")
-
-Runner = Callable[[ToolCall], Awaitable[ToolResult]]
-StartedListener = Callable[[ToolCall], object]
-CompletedListener = Callable[[ToolCall, ToolResult], object]
-
-INTERRUPTED = "interrupted by the user"
-CLOSED = "the dispatcher was closed"
-DISCARDED = "the model response was discarded (retried or truncated)"
 
 
 class _State(enum.Enum):
@@ -70,64 +78,6 @@ class _State(enum.Enum):
     ADMITTED = "admitted"
     RUNNING = "running"
     DONE = "done"
-
-
-def fire_started(listener: StartedListener | None, call: ToolCall) -> None:
-    """Call an on_started listener; log and swallow whatever it raises (seed 000 §3)."""
-    if listener is None:
-        return
-    try:
-        listener(call)
-    except Exception:
-        logger.exception("on_started listener %r raised; ignored", listener)
-
-
-def fire_completed(
-    listener: CompletedListener | None, call: ToolCall, result: ToolResult
-) -> None:
-    """Call an on_completed listener; log and swallow whatever it raises."""
-    if listener is None:
-        return
-    try:
-        listener(call, result)
-    except Exception:
-        logger.exception("on_completed listener %r raised; ignored", listener)
-
-
-async def invoke(
-    runner: Runner, call: ToolCall, ceiling: float | None = None
-) -> ToolResult:
-    """Run one call through the runner, within `ceiling` seconds; a fault is an error result.
-
-    A cancellation exception that nothing outside asked for (the tool raised
-    CancelledError by itself) is a fault too. Real cancellation, KeyboardInterrupt
-    and SystemExit propagate (the batch answers the call and re-raises the latter).
-    At the ceiling the runner is cancelled, whatever the tool's `interrupt`, and a
-    worker thread it waits on is abandoned (issue 13, item 3).
-    """
-    if ceiling is None:
-        return await _invoke(runner, call)
-    result: ToolResult | None = None
-    with abandoning_threads(), anyio.move_on_after(ceiling):
-        result = await _invoke(runner, call)
-    return result if result is not None else timed_out(call, ceiling)
-
-
-async def _invoke(runner: Runner, call: ToolCall) -> ToolResult:
-    try:
-        result = await runner(call)
-    except Exception as exc:
-        return runner_failed(call, exc)
-    except BaseException as exc:
-        if is_cancellation(exc) and not cancelled_from_outside():
-            return runner_failed(call, exc)
-        raise
-    return coerce_result(call, result)
-
-
-def fatal_reason(exc: BaseException) -> str:
-    """Why the rest of a batch is stopped after a tool raised `exc`."""
-    return f"a tool raised {type(exc).__name__}"
 
 
 class Batch:
@@ -163,13 +113,18 @@ class Batch:
         self.calls: list[ToolCall] = []
         self.plans: list[CallPlan] = []
         self.results: list[ToolResult | None] = []
-        self._deps: list[tuple[int, ...]] = []
-        self._done: list[anyio.Event | None] = []
         self._finished: list[bool] = []
         self._state: list[_State] = []
         self._scopes: list[anyio.CancelScope | None] = []
         self._why: list[str | None] = []
-        self._ready: dict[int, anyio.Event] = {}
+        # readiness: unfinished dependencies, who waits for whom, readiness steps
+        self._blockers: list[int] = []
+        self._dependents: list[list[int]] = []
+        self._prepared: list[bool] = []
+        self._queued: list[bool] = []
+        self._ready: list[int] = []  # a heap of ready, not yet started indices
+        self._planned = 0
+        self._dispatched = 0
         self._tg: Spawner | None = None
         self._wake: anyio.Event | None = None
         self._admission: anyio.CancelScope | None = None
@@ -207,20 +162,24 @@ class Batch:
         self.calls.append(call)
         self.plans.append(plan)
         self.results.append(None)
-        self._deps.append(())
-        self._done.append(None)
         self._finished.append(False)
         self._state.append(_State.PENDING)
         self._scopes.append(None)
         self._why.append(None)
+        self._blockers.append(0)
+        self._dependents.append([])
+        self._queued.append(False)
         self._host.waiting += 1
-        if plan.tool is not None and plan.tool.abort_siblings_on_error:
+        tool = plan.tool
+        if tool is not None and tool.abort_siblings_on_error:
             self._selective = True
             if self._sibling_failure:
                 self._why[index] = self._sibling_failure
-        if plan.tool is not None and plan.tool.needs_prepare and self._tg is not None:
-            ready = self._ready[index] = anyio.Event()
-            self._tg.start_soon(self._prepare, plan, ready)
+        needs_prepare = tool is not None and tool.needs_prepare and self._tg is not None
+        self._prepared.append(not needs_prepare)
+        if needs_prepare:
+            assert self._tg is not None
+            self._tg.start_soon(self._prepare, index)
         self._poke()
 
     def _threads_cap(self, plan: CallPlan) -> CallPlan:
@@ -246,78 +205,95 @@ class Batch:
             self._wake.set()
             self._wake = None
 
-    async def _prepare(self, plan: CallPlan, ready: anyio.Event) -> None:
+    async def _prepare(self, index: int) -> None:
         # seed 001: readiness waits happen outside the gate, before any slot.
+        tool = self.plans[index].tool
         try:
-            assert plan.tool is not None
-            await plan.tool.prepare()
+            assert tool is not None
+            await tool.prepare()
         except Exception:
             logger.exception(
-                "readiness step of %r failed; the call will report it", plan.tool
+                "readiness step of %r failed; the call will report it", tool
             )
         finally:
-            ready.set()
+            self._prepared[index] = True
+            self._check_ready(index)
 
-    # -- admission (the dispatching task) -------------------------------------
+    # -- readiness ------------------------------------------------------------
 
     def _admissible(self, index: int) -> bool:
         if index >= len(self.calls):
             return False
         return self.final or (self._eager and self.plans[index].parallel_ok)
 
+    def _plan_admissible(self) -> None:
+        """Draw the dependencies of every call that may be planned now, in call order."""
+        while self._admissible(self._planned):
+            index = self._planned
+            self._planned += 1
+            deps = self._planner.deps(index, self.plans)
+            for dep in deps:
+                if not self._finished[dep]:
+                    self._blockers[index] += 1
+                    self._dependents[dep].append(index)
+            self._check_ready(index)
+
+    def _check_ready(self, index: int) -> None:
+        if (
+            index < self._planned
+            and self._blockers[index] == 0
+            and self._prepared[index]
+            and not self._queued[index]
+        ):
+            self._queued[index] = True
+            heapq.heappush(self._ready, index)
+            self._poke()
+
+    # -- admission (the dispatching task) -------------------------------------
+
     async def admit_all(self) -> None:
-        """Admit calls in order until the batch is final and all are admitted, or stopped."""
-        index = 0
+        """Start ready calls, in call order among them, until all started or stopped."""
         with anyio.CancelScope() as self._admission:
             while self.stop is None:
-                if index >= len(self.calls) and self.final:
-                    break
-                if not self._admissible(index):
-                    self._wake = wake = anyio.Event()
-                    await wake.wait()
+                self._plan_admissible()
+                if self._ready:
+                    await self._start_next()
                     continue
-                await self._admit(index)
-                index += 1
+                if self.final and self._dispatched == len(self.calls):
+                    break
+                self._wake = wake = anyio.Event()
+                await wake.wait()
         self._admission = None
         self._admission_over = True
         self._check_settled()
 
-    async def _admit(self, index: int) -> None:
-        call = self.calls[index]
-        self._deps[index] = deps = self._planner.deps(index, self.plans)
-        if self._planner.admit_after_deps:
-            await self._wait_for(deps)
-        ready = self._ready.get(index)
-        if ready is not None:
-            await ready.wait()
-        assert self._tg is not None
-        if self._why[index] is not None:
-            self._outstanding += 1
-            self._tg.start_soon(self._skip, index)
+    async def _start_next(self) -> None:
+        """Take slots, then start the lowest ready call (which may have changed meanwhile)."""
+        if self._skip_ready():
             return
         token = object()
         await self._host.acquire(token, self._limiter)
-        # A slot handed over just before a halt still arrives: check again.
-        if self.stop is not None or self._why[index] is not None:
+        # While we waited: a halt may have come, or a lower call become ready.
+        if self.stop is not None or self._skip_ready():
             self._host.release(token, self._limiter)
-            if self.stop is None:
-                self._outstanding += 1
-                self._tg.start_soon(self._skip, index)
             return
+        index = heapq.heappop(self._ready)
+        assert self._tg is not None
+        self._dispatched += 1
         self._state[index] = _State.ADMITTED
         self._outstanding += 1
-        fire_started(self._on_started, call)
+        fire_started(self._on_started, self.calls[index])
         self._tg.start_soon(self._run, index, token)
 
-    async def _wait_for(self, deps: Sequence[int]) -> None:
-        for dep in deps:
-            if self._finished[dep]:
-                continue
-            # Events are made only for calls someone actually waits on.
-            done = self._done[dep]
-            if done is None:
-                done = self._done[dep] = anyio.Event()
-            await done.wait()
+    def _skip_ready(self) -> bool:
+        """Answer ready calls that must not run (a sibling failed); True if none is left."""
+        while self._ready and self._why[self._ready[0]] is not None:
+            index = heapq.heappop(self._ready)
+            self._dispatched += 1
+            self._host.waiting -= 1
+            self._record(index, not_run(self.calls[index], self._why[index] or ""))
+            self._mark_done(index)
+        return not self._ready
 
     # -- one call ------------------------------------------------------------------
 
@@ -329,9 +305,9 @@ class Batch:
             if self._selective:
                 with anyio.CancelScope() as scope:
                     self._scopes[index] = scope
-                    result = await self._wait_and_invoke(index, call)
+                    result = await self._invoke(index, call)
             else:
-                result = await self._wait_and_invoke(index, call)
+                result = await self._invoke(index, call)
         except BaseException as exc:
             if not is_fatal(exc):
                 raise
@@ -344,45 +320,40 @@ class Batch:
         if fatal is not None:
             self._on_fatal(fatal)
         if result is not None:
+            if self.stop != DISCARDED:
+                # issue 13 item 4: before any call ordered after this one starts.
+                apply_modifiers([result])
             self._record(index, result)
         elif self._state[index] is _State.RUNNING:
             self._record(
                 index, stopped_while_running(call, self._why[index] or "cancelled")
             )
         else:
-            await self._skip_body(index)
+            self._host.waiting -= 1
+            self._record(index, not_run(call, self._why[index] or "cancelled"))
         self._settle(index)
 
-    async def _wait_and_invoke(self, index: int, call: ToolCall) -> ToolResult | None:
-        if not self._planner.admit_after_deps:
-            await self._wait_for(self._deps[index])
+    async def _invoke(self, index: int, call: ToolCall) -> ToolResult | None:
         if self._why[index] is not None:
             return None
         self._state[index] = _State.RUNNING
         self._host.started_running()
+        tool = self.plans[index].tool
         try:
-            tool = self.plans[index].tool
-            ceiling = self._config.ceiling_for(tool.timeout if tool else None)
-            return await invoke(self._runner, call, ceiling)
+            return await invoke(
+                self._runner,
+                call,
+                self._config.ceiling_for(tool.timeout if tool else None),
+            )
         finally:
             self._host.running -= 1
 
-    async def _skip(self, index: int) -> None:
-        await self._skip_body(index)
-        self._settle(index)
-
-    async def _skip_body(self, index: int) -> None:
-        self._host.waiting -= 1
-        self._record(index, not_run(self.calls[index], self._why[index] or "cancelled"))
-        # Dependencies are transitive: a skipped call may only count as done once
-        # everything it waited for is done, or a later call could overtake them.
-        await self._wait_for(self._deps[index])
-
     def _mark_done(self, index: int) -> None:
         self._finished[index] = True
-        done = self._done[index]
-        if done is not None:
-            done.set()
+        for dependent in self._dependents[index]:
+            self._blockers[dependent] -= 1
+            self._check_ready(dependent)
+        self._dependents[index] = []
 
     def _settle(self, index: int) -> None:
         self._mark_done(index)
@@ -497,7 +468,7 @@ class Batch:
     def settle_unadmitted(self, why: str) -> None:
         """Give every never-admitted call a synthetic 'not run' result.
 
-        Only after admission ended: nothing admitted can depend on these calls.
+        Only after admission ended and every admitted call settled.
         """
         for index in self.pending_indices():
             self.complete_externally(

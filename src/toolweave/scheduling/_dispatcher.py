@@ -26,7 +26,6 @@ from ._batch import (
 )
 from ._config import ConcurrencyConfig
 from ._interrupt import InterruptToken
-from ._modifiers import apply_modifiers
 from ._policies import new_planner
 from ._results import not_run, stopped_while_running
 from ._sequential import prepare, run_sequential
@@ -76,21 +75,22 @@ class _Host:
         self.waiting -= 1
 
     async def acquire(self, token: object, batch: anyio.CapacityLimiter) -> None:
-        """Take a host slot, then a batch slot, on behalf of `token`.
+        """Take a batch slot, then a host slot, on behalf of `token`.
 
-        A checkpoint only when a slot is not free at once.
+        Batch first: a batch at its own cap must not hold a host slot idle while
+        it waits. A checkpoint only when a slot is not free at once.
         """
         try:
-            self.slots.acquire_on_behalf_of_nowait(token)
+            batch.acquire_on_behalf_of_nowait(token)
         except anyio.WouldBlock:
-            await self.slots.acquire_on_behalf_of(token)
+            await batch.acquire_on_behalf_of(token)
         try:
             try:
-                batch.acquire_on_behalf_of_nowait(token)
+                self.slots.acquire_on_behalf_of_nowait(token)
             except anyio.WouldBlock:
-                await batch.acquire_on_behalf_of(token)
+                await self.slots.acquire_on_behalf_of(token)
         except BaseException:
-            self.slots.release_on_behalf_of(token)
+            batch.release_on_behalf_of(token)
             raise
 
     async def acquire_host(
@@ -328,7 +328,11 @@ class Dispatcher:
         runner: Runner,
         token: InterruptToken | None,
     ) -> None:
-        """Settle the calls admission never reached, then apply context modifiers."""
+        """Settle the calls admission never reached.
+
+        Context modifiers were applied as each call finished (issue 13, item 4);
+        calls run here on the caller apply theirs the same way.
+        """
         if batch.stop == CLOSED and not batch.forced:
             # seed 000 §3: a close that wins the race runs the rest on the caller.
             for index in batch.pending_indices():
@@ -336,8 +340,6 @@ class Dispatcher:
         else:
             batch.settle_cancelled()
             batch.settle_unadmitted(batch.stop or "internal error")
-        # seed 003 §4.3.1: modifiers of a concurrent batch apply after it, in call order.
-        apply_modifiers(r for r in batch.results if r is not None)
 
     async def _run_on_caller(
         self,

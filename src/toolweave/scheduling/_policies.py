@@ -16,10 +16,12 @@ A call that provably runs nothing (`CallPlan.runs_nothing`: an unknown tool or
 input that fails its schema) has no dependencies under any policy and is no one's
 dependency: it is answered at once and never splits or serializes a batch.
 
-`partition` and `rwlock` draw the same graph; they differ in when a call is
-admitted: a partition call is not started (no slot, no `on_started`) until its
-batch's predecessors finished, while an rwlock call starts at once and waits at
-the gate.
+Under every policy a call waits for its dependencies *outside* the slots: it
+takes a slot (and fires `on_started`) only once it is ready, so a waiting call
+never starves another session (issue 13, item 5). `partition` and `rwlock` draw
+the same graph, so they now schedule alike; both names stay, for the seeds they
+come from (a partition batch boundary and a write-preferring FIFO gate are the
+same waits).
 """
 
 from __future__ import annotations
@@ -39,8 +41,6 @@ class Planner(Protocol):
 
     incremental: bool
     """True if `deps(i)` can be known before the batch is complete."""
-    admit_after_deps: bool
-    """True if a call is admitted only once its dependencies finished."""
 
     def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
         """Earlier calls that must finish before call `index` starts.
@@ -53,7 +53,6 @@ class Planner(Protocol):
 
 class _AllOrNothing:
     incremental = False
-    admit_after_deps = True
 
     def __init__(self) -> None:
         self._parallel: bool | None = None
@@ -73,8 +72,7 @@ class _SharedExclusive:
 
     incremental = True
 
-    def __init__(self, *, admit_after_deps: bool) -> None:
-        self.admit_after_deps = admit_after_deps
+    def __init__(self) -> None:
         self._last_exclusive = -1
         self._shared_since: list[int] = []
 
@@ -95,7 +93,6 @@ class _Conflict:
     """Wait only for earlier calls whose Access conflicts with this one."""
 
     incremental = True
-    admit_after_deps = False
 
     def __init__(self) -> None:
         self._reads: list[tuple[int, str]] = []
@@ -134,7 +131,7 @@ def new_planner(policy: PolicyName) -> Planner:
     if policy == "all_or_nothing":
         return _AllOrNothing()
     if policy == "partition":
-        return _SharedExclusive(admit_after_deps=True)
+        return _SharedExclusive()
     if policy == "rwlock":
-        return _SharedExclusive(admit_after_deps=False)
+        return _SharedExclusive()
     return _Conflict()

@@ -1,0 +1,94 @@
+"""Running one call for the engine: the runner and listener types, `invoke`, stop reasons."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from ..messages import ToolCall, ToolResult
+from ..tools._cancel import cancelled_from_outside, is_cancellation
+from ..tools._threads import abandoning_threads
+from ._results import coerce_result, runner_failed, timed_out
+
+__all__ = [
+    "CLOSED",
+    "DISCARDED",
+    "INTERRUPTED",
+    "CompletedListener",
+    "Runner",
+    "StartedListener",
+    "fatal_reason",
+    "fire_completed",
+    "fire_started",
+    "invoke",
+]
+
+logger = logging.getLogger("toolweave.scheduling")
+
+Runner = Callable[[ToolCall], Awaitable[ToolResult]]
+StartedListener = Callable[[ToolCall], object]
+CompletedListener = Callable[[ToolCall, ToolResult], object]
+
+INTERRUPTED = "interrupted by the user"
+CLOSED = "the dispatcher was closed"
+DISCARDED = "the model response was discarded (retried or truncated)"
+
+
+def fatal_reason(exc: BaseException) -> str:
+    """Why the rest of a batch is stopped after a tool raised `exc`."""
+    return f"a tool raised {type(exc).__name__}"
+
+
+def fire_started(listener: StartedListener | None, call: ToolCall) -> None:
+    """Call an on_started listener; log and swallow whatever it raises (seed 000 §3)."""
+    if listener is None:
+        return
+    try:
+        listener(call)
+    except Exception:
+        logger.exception("on_started listener %r raised; ignored", listener)
+
+
+def fire_completed(
+    listener: CompletedListener | None, call: ToolCall, result: ToolResult
+) -> None:
+    """Call an on_completed listener; log and swallow whatever it raises."""
+    if listener is None:
+        return
+    try:
+        listener(call, result)
+    except Exception:
+        logger.exception("on_completed listener %r raised; ignored", listener)
+
+
+async def invoke(
+    runner: Runner, call: ToolCall, ceiling: float | None = None
+) -> ToolResult:
+    """Run one call through the runner, within `ceiling` seconds; a fault is an error result.
+
+    A cancellation exception that nothing outside asked for (the tool raised
+    CancelledError by itself) is a fault too. Real cancellation, KeyboardInterrupt
+    and SystemExit propagate (the batch answers the call and re-raises the latter).
+    At the ceiling the runner is cancelled, whatever the tool's `interrupt`, and a
+    worker thread it waits on is abandoned (issue 13, item 3).
+    """
+    if ceiling is None:
+        return await _invoke(runner, call)
+    result: ToolResult | None = None
+    with abandoning_threads(), anyio.move_on_after(ceiling):
+        result = await _invoke(runner, call)
+    return result if result is not None else timed_out(call, ceiling)
+
+
+async def _invoke(runner: Runner, call: ToolCall) -> ToolResult:
+    try:
+        result = await runner(call)
+    except Exception as exc:
+        return runner_failed(call, exc)
+    except BaseException as exc:
+        if is_cancellation(exc) and not cancelled_from_outside():
+            return runner_failed(call, exc)
+        raise
+    return coerce_result(call, result)
