@@ -238,3 +238,19 @@ def test_bash_read_only_commands_reach_the_agent_config(workspace: Path) -> None
     (workspace / "toolweave.toml").write_text('[bash]\nread_only = ["x"]\n')
     with pytest.raises(ConfigError, match="read_only"):
         load_settings(workspace, environ={})
+
+
+def test_stream_setting_and_flag_reach_the_model(workspace: Path) -> None:
+    (workspace / "toolweave.toml").write_text(
+        'model = "openai-compatible:local"\nbase_url = "http://127.0.0.1:9/v1"\n'
+    )
+    default = build_model(load_settings(workspace, environ={}).settings)
+    assert default.capabilities.streams_with_tools  # type: ignore[attr-defined]
+    (workspace / "toolweave.toml").write_text(
+        'model = "openai-compatible:local"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        "stream = false\n"
+    )
+    off = build_model(load_settings(workspace, environ={}).settings)
+    assert not off.capabilities.streams_without_tools  # type: ignore[attr-defined]
+    flag_on = load_settings(workspace, environ={}, overrides={"stream": True}).settings
+    assert build_model(flag_on).capabilities.streams_without_tools  # type: ignore[attr-defined]

@@ -133,3 +133,23 @@ def test_a_configured_window_wins() -> None:
 )
 def test_the_parallel_flag_table(provider: str, name: str, supported: bool) -> None:
     assert parallel_flag_supported(provider, name) is supported  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "anthropic:claude-sonnet-4-6",
+        "openai:gpt-4.1",
+        "openai-responses:gpt-5",
+        "openai-compatible:local",
+    ],
+)
+@pytest.mark.parametrize("stream", [True, False])
+def test_stream_reaches_every_provider_through_a_spec(spec: str, stream: bool) -> None:
+    model = resolve_model(
+        spec, api_key="k", base_url="http://127.0.0.1:9/v1", stream=stream
+    )
+    learned = model.capabilities  # type: ignore[attr-defined]
+    assert learned.streams_with_tools is stream
+    assert learned.streams_without_tools is stream
+    assert not learned.streaming_with_tools_confirmed
