@@ -186,8 +186,10 @@ class ProviderModel(Model):
         a 400 loop, and neither must one that refuses to stream with tools.
         Each refusal is learned (one way, for this model), warned about once,
         and the request is sent again without what was refused; a refusal of
-        something already given up is raised as it is. So a request costs at
-        most three attempts, and only the first request that meets each refusal.
+        something already given up is raised as it is. Right after an empty
+        stream, a connection error gets one more try (see the end of the loop).
+        So a request costs at most four attempts, and only the first request
+        that meets each refusal.
         """
         with_tools = bool(request.tools)
         stale_connection = False
@@ -252,10 +254,11 @@ class ProviderModel(Model):
 def _tool_use_if_called(chunk: StreamChunk, called: bool) -> StreamChunk:
     """The stream's end, saying TOOL_USE if it ended a turn that made tool calls.
 
-    OpenAI-compatible servers send ``finish_reason: "stop"`` on a response
-    with tool calls (llama-cpp-python does when a forced tool call streams);
-    the calls are what the model did, so the neutral reason follows them. The
-    raw string is kept.
+    Some OpenAI-compatible servers send ``finish_reason: "stop"`` on a
+    response with tool calls (llama-cpp-python 0.3.36 says ``tool_calls``;
+    the case is tested on its captured response with the field changed). The
+    calls are what the model did, so the neutral reason follows them; the raw
+    string is kept.
     """
     if not isinstance(chunk, StreamEnd) or not called:
         return chunk
