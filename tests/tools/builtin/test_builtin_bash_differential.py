@@ -10,10 +10,13 @@ marker prints ``RAN`` without that text appearing in its source.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import random
 import subprocess
 from pathlib import Path
 
+from toolweave.tools.builtin._bash_classifier import read_only_verdict
 from toolweave.tools.builtin._bash_parse import Unparsed, parse_script
 from toolweave.tools.builtin._bash_rules import command_parts
 
@@ -68,3 +71,43 @@ def test_no_command_bash_runs_is_hidden_from_the_parser(tmp_path: Path) -> None:
         if "RAN" in done.stdout:
             ran.append(source)
     assert ran == []
+
+
+SOUP = [
+    "echo a", "cat f", "ls", "grep x f", "sort f", "uniq f", "wc -l f", "head -1 f",
+    "printf %s x", "true", " ", " ", " ", ";", "&&", "||", "|", "\n", ">", ">>", "<",
+    "2>", "&>", ">|", "<>", ">&", "1", "2", "/dev/null", "out", "'", '"', "\\", "$(",
+    ")", "`", "(", "{", "}", "<(", ">(", "#", "=", "x", "-o", "--output=o", "-", "--",
+    "*", "<<E\n", "E\n", "<<<", "$'", "\t", ";;", "&", "!", "[", "]", "test", "-v",
+    "a[$(touch p)]", "%s", "-vx", "tee", "o", "file", "-C", "date", "-s", "sed", "-n",
+    "p", "w o", "s/a/b/w o", "-i", "find", ".", "-fprint", "awk", "'{print > \"o\"}'",
+]  # fmt: skip
+
+
+def test_inputs_judged_read_only_write_nothing_when_bash_runs_them(
+    tmp_path: Path,
+) -> None:
+    """Random soups of readers, writers and shell syntax: every one the classifier
+    calls read-only is run by bash in an empty directory, which must stay as it was."""
+    rng = random.Random(20261201)
+    judged = 0
+    for i in range(6000):
+        source = "".join(rng.choice(SOUP) for _ in range(rng.randint(1, 8)))
+        if not read_only_verdict(source).read_only:
+            continue
+        judged += 1
+        work = tmp_path / str(i)
+        work.mkdir()
+        (work / "f").write_text("a\nx\n")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run(
+                ["bash", "-c", source],
+                cwd=work,
+                capture_output=True,
+                timeout=5,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        assert sorted(p.name for p in work.iterdir()) == ["f"], source
+        assert (work / "f").read_text() == "a\nx\n", source
+    assert judged >= 100
