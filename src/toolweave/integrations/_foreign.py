@@ -8,7 +8,7 @@ validation, injection and error handling stay exactly as they were.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, final
@@ -170,8 +170,9 @@ class ForeignScheduler:
         """The declaration calls of `name` are scheduled by (`UNDECLARED` if none)."""
         return self._declarations.get(name, UNDECLARED)
 
-    def _registry_for(self, calls: Sequence[ForeignCall]) -> ToolRegistry:
-        missing = {c.name for c in calls if c.name not in self._tools}
+    def registry_for(self, names: Iterable[str]) -> ToolRegistry:
+        """A registry holding a stand-in for each of `names` (undeclared ones too)."""
+        missing = {name for name in names if name not in self._tools}
         if not missing:
             return self._registry
         extra = [_StandIn(name, UNDECLARED) for name in sorted(missing)]
@@ -193,7 +194,7 @@ class ForeignScheduler:
         error answer. Checkpoint: always. Cancelling the caller cancels every
         call and re-raises.
         """
-        registry = self._registry_for(calls)
+        registry = self.registry_for(c.name for c in calls)
         runner = ToolRunner(registry, state=self._state, **self._runner_options)
         batch = _Batch(invoke, describe, passthrough)
         tw_calls = [

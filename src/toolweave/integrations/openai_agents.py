@@ -1,0 +1,174 @@
+"""toolweave's scheduling inside the OpenAI Agents SDK: `scheduled_tools`.
+
+The SDK's runner starts one task per function-tool call of a model response, all
+at once (``RunConfig.tool_execution.max_function_tool_concurrency`` caps them,
+nothing orders them), and a task reaches the tool's ``on_invoke_tool`` after the
+call's approval, input guardrails and ``on_tool_start`` hooks. The SDK offers no
+extension point that sees the batch before its calls start, and none that says
+when a call will never reach its tool (refused by a guardrail, waiting for
+approval). So `scheduled_tools` wraps each `FunctionTool`'s ``on_invoke_tool``
+and schedules calls *as they arrive*: toolweave's ``conflict`` policy over
+arrival order (each call waits for every earlier-arrived call it conflicts with;
+undeclared tools are barriers), a `max_concurrency` cap, and toolweave's
+`ToolRunner` lifecycle per call (hooks, permissions, timeouts, audit).
+
+Arrival order is call order when nothing before the tool body suspends for
+longer for one call than another (the SDK creates the tasks in call order and
+asyncio runs them first-in first-out); an asynchronous approval, guardrail or
+hook that takes longer for an earlier call lets a later one arrive first. Then a
+conflicting pair still never overlaps, but runs in arrival order. Results
+reach the model in call order (the SDK records them by position).
+
+Errors: by default a tool's exception is handled by the SDK as it would be
+(its ``failure_error_function``, an error text for the model by default).
+``on_error="answer"`` answers any exception with an error text itself. A call
+toolweave refuses (permission denied, timeout, interrupted) is answered with an
+error text. Requires ``toolweave[openai-agents]``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, final
+
+import anyio
+from agents import FunctionTool, Tool
+from agents.tool_context import ToolContext
+
+from ..messages import ToolCall
+from ..scheduling import InterruptToken, classify
+from ..tools import Access
+from ._arrival import ArrivalGate
+from ._declaration import Declaration, Declarations
+from ._foreign import ForeignCall, ForeignScheduler
+
+__all__ = ["Declaration", "ErrorMode", "ToolScheduler", "scheduled_tools"]
+
+ErrorMode = Literal["raise", "answer"]
+"""A tool's exception: left to the SDK (``raise``), or answered as error text."""
+
+
+def _describe(value: object) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
+def _args(input_json: str) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(input_json) if input_json.strip() else {}
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+@final
+class ToolScheduler:
+    """The shared state of one set of scheduled tools: gate, cap, lifecycle.
+
+    Loop affinity: the event loop of the runs that use the tools (asyncio).
+    """
+
+    def __init__(
+        self,
+        declarations: Declarations | None = None,
+        *,
+        on_error: ErrorMode = "raise",
+        max_concurrency: int | None = None,
+        interrupt: InterruptToken | None = None,
+        scheduler_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if on_error not in ("raise", "answer"):
+            raise ValueError(f"on_error must be raise or answer, not {on_error!r}")
+        self.on_error = on_error
+        self.interrupt = interrupt
+        """Set it to stop: calls not started are answered "not run: interrupted"."""
+        self._scheduler = ForeignScheduler(declarations, **(scheduler_options or {}))
+        self._gate = ArrivalGate()
+        self._limit = max_concurrency
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    def wrap(self, tool: FunctionTool) -> FunctionTool:
+        """A copy of `tool` whose calls go through this scheduler."""
+        inner = tool.on_invoke_tool
+        scheduled = copy.copy(tool)
+
+        async def on_invoke_tool(ctx: ToolContext[Any], input_json: str) -> Any:
+            return await self._call(tool.name, inner, ctx, input_json)
+
+        scheduled.on_invoke_tool = on_invoke_tool
+        return scheduled
+
+    async def _call(
+        self, name: str, inner: Any, ctx: ToolContext[Any], input_json: str
+    ) -> Any:
+        args = _args(input_json)
+        if args is None:  # the SDK answers bad JSON; fail closed until it does
+            access = Access.barrier()
+        else:
+            registry = self._scheduler.registry_for((name,))
+            access = classify(ToolCall(ctx.tool_call_id, name, args), registry).access
+        async with self._gate.hold(access):
+            if self._limit is None:
+                return await self._run(name, inner, ctx, input_json, args)
+            if self._limiter is None:
+                self._limiter = anyio.CapacityLimiter(self._limit)
+            async with self._limiter:
+                return await self._run(name, inner, ctx, input_json, args)
+
+    async def _run(
+        self,
+        name: str,
+        inner: Any,
+        ctx: ToolContext[Any],
+        input_json: str,
+        args: dict[str, Any] | None,
+    ) -> Any:
+        async def invoke(index: int, given: Mapping[str, Any]) -> Any:
+            del index
+            rewritten = args is not None and dict(given) != args
+            return await inner(
+                ctx, json.dumps(dict(given)) if rewritten else input_json
+            )
+
+        passthrough = (Exception,) if self.on_error == "raise" else ()
+        call = ForeignCall(ctx.tool_call_id, name, args or {})
+        [outcome] = await self._scheduler.run(
+            [call], invoke, _describe, passthrough=passthrough, interrupt=self.interrupt
+        )
+        if outcome.ran:
+            return outcome.value
+        return f"Error: {outcome.result.text}"
+
+
+def scheduled_tools(
+    tools: Sequence[Tool],
+    declarations: Declarations | None = None,
+    *,
+    on_error: ErrorMode = "raise",
+    max_concurrency: int | None = None,
+    interrupt: InterruptToken | None = None,
+    scheduler_options: Mapping[str, Any] | None = None,
+) -> list[Tool]:
+    """`tools` with every `FunctionTool` scheduled by toolweave; others unchanged.
+
+    Args:
+        tools: An agent's tools.
+        declarations: Tool name → `Declaration`; undeclared = SEQUENTIAL barrier.
+        on_error: ``"raise"`` leaves a tool's exception to the SDK; ``"answer"``
+            answers it with an error text.
+        max_concurrency: At most this many of these tools' calls run at once.
+        interrupt: When set, calls not started are answered "not run:
+            interrupted", running CANCEL calls are stopped, BLOCK calls finish.
+            One token per run: build the tools per run.
+        scheduler_options: ``hooks``, ``permissions``, ``mode``, ``on_event``,
+            ``audit`` for the `ToolRunner`.
+    """
+    scheduler = ToolScheduler(
+        declarations,
+        on_error=on_error,
+        max_concurrency=max_concurrency,
+        interrupt=interrupt,
+        scheduler_options=scheduler_options,
+    )
+    return [scheduler.wrap(t) if isinstance(t, FunctionTool) else t for t in tools]
