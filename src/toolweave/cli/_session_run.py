@@ -25,7 +25,6 @@ from ..sessions import (
 )
 from ..tools import Tool, ToolRegistry
 from ..tools.builtin import coding_tools
-from ..tools.mcp import open_mcp_servers
 from ._ask import TerminalAsk
 from ._build import (
     agent_config,
@@ -131,6 +130,8 @@ async def _tools(stack: AsyncExitStack, launch: _Launch) -> ToolRegistry:
     )
     configs = mcp_configs(launch.loaded.settings.mcp_servers, launch.workspace)
     if configs:
+        from ..tools.mcp import open_mcp_servers  # the mcp SDK loads only when used
+
         toolset = await stack.enter_async_context(open_mcp_servers(configs))
         tools.extend(toolset)
     return ToolRegistry(tools)

@@ -22,7 +22,6 @@ from ..messages import Message
 from ..models import Model, RetryingModel, ToolDefinition, resolve_model
 from ..scheduling import Dispatcher
 from ..tools import SessionState, Tool, ToolRegistry, sandbox_mode
-from ..tools.builtin import BashTool
 from ._config import AgentConfig
 from ._cost import PriceTable
 from ._loop import RunLoop
@@ -87,6 +86,8 @@ class Agent:
         )
         """The tools."""
         if self.config.read_only_commands:
+            from ..tools.builtin import BashTool  # only then: keeps the import light
+
             for tool in self.registry:
                 if isinstance(tool, BashTool):
                     tool.teach(self.config.read_only_commands)

@@ -1,5 +1,8 @@
 """The tool contract: declarations, `@tool`, the registry, the context tools see."""
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 from ._access import Access as Access
 from ._access import Concurrency as Concurrency
 from ._access import Interrupt as Interrupt
@@ -21,7 +24,12 @@ from ._tool import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._tool import PermissionCheck as PermissionCheck
 from ._tool import Tool as Tool
 from ._wrapped import WrappedTool as WrappedTool
-from .builtin import coding_tools as coding_tools
+
+if TYPE_CHECKING:
+    from .builtin import coding_tools as coding_tools
+
+# The built-in tools load on first use (`import toolweave` stays light).
+__getattr__, __dir__ = lazy_exports(__name__, {"coding_tools": ".builtin"})
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",

@@ -41,9 +41,10 @@ import re
 import shlex
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import tree_sitter
-import tree_sitter_bash
+if TYPE_CHECKING:  # loaded on the first parse: `import toolweave` stays light
+    import tree_sitter
 
 __all__ = [
     "MAX_COMMAND_BYTES",
@@ -67,7 +68,14 @@ TOTAL_DEADLINE = 0.15
 MAX_NODES = 50_000
 """Syntax nodes the walk visits at most; more is `Unparsed` (too complex)."""
 
-_LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
+
+@functools.cache
+def _language() -> tree_sitter.Language:
+    """The bash grammar, loaded once, on the first parse (not at import)."""
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Language(tree_sitter_bash.language())
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +194,9 @@ class _TooSlow(Exception):
 
 def _tree(source: bytes, start: float) -> tree_sitter.Tree | None:
     """Parse with a deadline; None if the deadline passed."""
-    parser = tree_sitter.Parser(_LANGUAGE)
+    import tree_sitter
+
+    parser = tree_sitter.Parser(_language())
 
     def read(offset: int, _point: object) -> bytes:
         return source[offset : offset + 4096]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
@@ -15,6 +14,9 @@ from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
 from .._tool import Tool
 from ._html import html_to_text
+
+if TYPE_CHECKING:  # imported on the first fetch: `import toolweave` stays light
+    import httpx
 
 __all__ = ["WebFetchTool"]
 
@@ -101,6 +103,8 @@ class WebFetchTool(Tool):
             raise ToolInputError(
                 f"only http and https URLs can be fetched, not {url!r}"
             )
+        import httpx
+
         try:
             with anyio.fail_after(self.fetch_timeout):
                 response, body, cut = await self._get(url)
@@ -115,6 +119,8 @@ class WebFetchTool(Tool):
         return _render(url, response, body, cut, args["max_chars"])
 
     async def _get(self, url: str) -> tuple[httpx.Response, bytes, bool]:
+        import httpx
+
         async with (
             httpx.AsyncClient(
                 follow_redirects=True,
