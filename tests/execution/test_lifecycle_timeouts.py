@@ -25,8 +25,8 @@ from toolweave.tools import Access, Concurrency, Interrupt, tool
 
 
 def _limit(virtual_time: bool) -> float:
-    """30 virtual seconds on trio (exact), a real blink on asyncio."""
-    return 30.0 if virtual_time else 0.02
+    """30 virtual seconds on trio (exact); on asyncio 0.2 real s, wide enough for a loaded machine."""
+    return 30.0 if virtual_time else 0.2
 
 
 @pytest.mark.anyio

@@ -27,7 +27,7 @@ def _virtual(anyio_backend: Any) -> bool:
 
 
 def _ceiling(anyio_backend: Any) -> float:
-    return 30.0 if _virtual(anyio_backend) else 0.05
+    return 30.0 if _virtual(anyio_backend) else 0.3
 
 
 def test_the_ceiling_is_a_documented_default_and_validated() -> None:
