@@ -25,7 +25,7 @@ from toolweave.tools import Access, Concurrency, Interrupt, tool
 
 
 def _limit(virtual_time: bool) -> float:
-    """30 virtual seconds on trio (exact); on asyncio 0.2 real s, wide enough for a loaded machine."""
+    """30 virtual seconds on trio (exact); 0.2 real s on asyncio (a loaded machine)."""
     return 30.0 if virtual_time else 0.2
 
 
