@@ -165,10 +165,19 @@ class ForeignScheduler:
             name: _StandIn(name, d) for name, d in self._declarations.items()
         }
         self._registry = ToolRegistry(self._tools.values())
+        self._runner: ToolRunner | None = None
 
     def declaration(self, name: str) -> Declaration:
         """The declaration calls of `name` are scheduled by (`UNDECLARED` if none)."""
         return self._declarations.get(name, UNDECLARED)
+
+    def _runner_for(self, registry: ToolRegistry) -> ToolRunner:
+        """The lifecycle runner; built once for the declared tools' registry."""
+        if registry is not self._registry:
+            return ToolRunner(registry, state=self._state, **self._runner_options)
+        if self._runner is None:
+            self._runner = ToolRunner(registry, state=self._state, **self._runner_options)
+        return self._runner
 
     def registry_for(self, names: Iterable[str]) -> ToolRegistry:
         """A registry holding a stand-in for each of `names` (undeclared ones too)."""
@@ -195,17 +204,22 @@ class ForeignScheduler:
         call and re-raises.
         """
         registry = self.registry_for(c.name for c in calls)
-        runner = ToolRunner(registry, state=self._state, **self._runner_options)
+        runner = self._runner_for(registry)
         batch = _Batch(invoke, describe, passthrough)
         tw_calls = [
             ToolCall(c.id, c.name, c.args, key=f"0.{i}") for i, c in enumerate(calls)
         ]
         token = _CURRENT.set(batch)
         try:
-            dispatcher = self._dispatcher or Dispatcher(self._config)
-            results = await dispatcher.dispatch(
-                tw_calls, registry, runner, interrupt=interrupt
-            )
+            if len(tw_calls) == 1 and interrupt is None and self._dispatcher is None:
+                # Nothing to schedule: the lifecycle alone (it never raises but
+                # cancellation), as the Dispatcher's one-call path would run it.
+                results = [await runner(tw_calls[0])]
+            else:
+                dispatcher = self._dispatcher or Dispatcher(self._config)
+                results = await dispatcher.dispatch(
+                    tw_calls, registry, runner, interrupt=interrupt
+                )
         finally:
             _CURRENT.reset(token)
         if batch.raised:
