@@ -176,7 +176,9 @@ class ForeignScheduler:
         if registry is not self._registry:
             return ToolRunner(registry, state=self._state, **self._runner_options)
         if self._runner is None:
-            self._runner = ToolRunner(registry, state=self._state, **self._runner_options)
+            self._runner = ToolRunner(
+                registry, state=self._state, **self._runner_options
+            )
         return self._runner
 
     def registry_for(self, names: Iterable[str]) -> ToolRegistry:
