@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -30,6 +31,24 @@ ConcurrencySpec: TypeAlias = (
     Concurrency | Callable[[dict[str, Any]], Concurrency | bool]
 )
 AccessSpec: TypeAlias = Access | Callable[[dict[str, Any]], Access]
+
+
+@functools.cache
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema as tools present it (no title, always properties)."""
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists, scalars), without `copy.deepcopy`'s toll."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,11 +288,13 @@ class Tool:
     # -- schemas ---------------------------------------------------------------
 
     def input_schema(self) -> dict[str, Any]:
-        """The JSON schema of the input."""
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
-        schema.setdefault("properties", {})
-        return schema
+        """The JSON schema of the input: a fresh copy the caller may change.
+
+        pydantic builds it once per input model (a model class is immutable,
+        so is its schema); every run asks for it again, and building it costs
+        far more than copying it.
+        """
+        return {k: _copy_json(v) for k, v in _schema_of(self.input_model).items()}
 
     def anthropic_spec(self) -> dict[str, Any]:
         """The tool as the Anthropic Messages API wants it."""
