@@ -166,8 +166,19 @@ class RetryingModel(Model):
         self._models = (primary, *fallbacks)
         self._policy = policy or RetryPolicy()
         self._on_retry = on_retry
-        self._rng = random.Random(self._policy.seed)
+        self._rng: random.Random | None = None  # made on the first retry, see _jitter
         self._calls = self._retries = self._fallbacks = 0
+
+    def _jitter(self) -> random.Random:
+        """The backoff's random source, seeded by the policy, made on first use.
+
+        A run makes one RetryingModel and most never retry; seeding a Random
+        from the OS costs more than the rest of a short run's model call. The
+        sequence is the same as if it were made up front.
+        """
+        if self._rng is None:
+            self._rng = random.Random(self._policy.seed)
+        return self._rng
 
     @property
     def name(self) -> str:
@@ -243,7 +254,7 @@ class RetryingModel(Model):
             self._fallbacks += 1
             delay = 0.0
         else:
-            delay = policy.delay(failure, run.on_model, self._rng)
+            delay = policy.delay(failure, run.on_model, self._jitter())
         self._retries += 1
         info = RetryInfo(
             run.attempt,
