@@ -592,3 +592,43 @@ async def test_a_call_cancelled_in_its_failure_hooks_keeps_its_own_error(
     assert result.context_modifier is not None
     result.context_modifier()
     assert applied == ["x"]
+
+
+@pytest.mark.anyio
+async def test_a_hook_that_never_returns_is_stopped_at_the_hook_timeout(
+    tmp_path: Path, virtual_time: bool
+) -> None:
+    """No hook can hang a call: past `Hooks(timeout=)` it counts as a hook that raised."""
+    limit = 30.0 if virtual_time else 0.05
+    hooks = Hooks(timeout=limit)
+    ran: list[str] = []
+
+    @tool
+    async def work() -> str:
+        """Would work."""
+        ran.append("x")
+        return "done"
+
+    @hooks.pre_tool_use
+    async def stuck(data: PreToolUseInput) -> None:
+        await anyio.sleep_forever()
+
+    @hooks.stop
+    async def stuck_stop(data: StopInput) -> None:
+        await anyio.sleep_forever()
+
+    runner = ToolRunner(registry_with(work), state=make_state(tmp_path), hooks=hooks)
+    with anyio.fail_after(limit * 20):
+        result = await runner(call("c1", "work"))
+        assert await hooks.run_stop_hooks(StopInput(output="x")) is None
+    assert result.is_error and ran == []
+    assert "stuck failed: TimeoutError" in result.text
+    assert f"within {limit:g} s" in result.text
+
+
+def test_a_hook_timeout_must_be_positive_or_none() -> None:
+    assert Hooks(timeout=None).timeout is None
+    assert Hooks().timeout == 60.0
+    for bad in (0, -1.0):
+        with pytest.raises(ValueError, match="timeout"):
+            Hooks(timeout=bad)

@@ -65,8 +65,8 @@ class Room:
 
         return work
 
-    def hooks(self) -> Hooks:
-        hooks = Hooks()
+    def hooks(self, timeout: float | None = 60.0) -> Hooks:
+        hooks = Hooks(timeout=timeout)
 
         @hooks.pre_tool_use("pre_*")
         async def hold_before(data: PreToolUseInput) -> PreToolUseDecision | None:
@@ -97,7 +97,11 @@ async def consumed(
 
 
 def _setup(
-    room: Room, *, block: Interrupt = Interrupt.BLOCK, **config: object
+    room: Room,
+    *,
+    block: Interrupt = Interrupt.BLOCK,
+    hook_timeout: float | None = 60.0,
+    **config: object,
 ) -> Agent:
     tools = [
         room.tool("plain", Interrupt.CANCEL),
@@ -115,7 +119,9 @@ def _setup(
             call("qb", "post_block", tag="qb"),
         )
     )
-    return Agent(model, tools, config=AgentConfig(hooks=room.hooks(), **config))  # type: ignore[arg-type]
+    return Agent(
+        model, tools, config=AgentConfig(hooks=room.hooks(hook_timeout), **config)
+    )  # type: ignore[arg-type]
 
 
 def _store(tmp_path: Path) -> tuple[SQLiteSessionStore, SessionRecorder]:
@@ -199,5 +205,38 @@ async def test_the_wall_clock_still_ends_a_run_held_in_post_hooks(
     assert answers["a"].content == "a done"
     assert all(answers[k].is_error for k in ("pc", "pb", "qc", "qb"))
     assert all("finished" in answers[k].text for k in ("qc", "qb"))
+    assert sorted(room.ran) == ["a", "qb", "qc"]
+    assert sorted(room.applied) == sorted(room.ran)
+
+
+async def test_hung_hooks_of_block_calls_end_at_the_hook_timeout(
+    tmp_path: Path, anyio_backend: object
+) -> None:
+    """A BLOCK call runs to its end, hooks included, but no hook runs past its timeout.
+
+    Nobody releases the hooks: the wall clock interrupts the run, the BLOCK
+    calls wait for their hooks, and the hook timeout ends them.
+    """
+    virtual = isinstance(anyio_backend, tuple)
+    room = Room(expected=4)
+    store, recorder = _store(tmp_path)
+    events: list[Event] = []
+    agent = _setup(
+        room,
+        hook_timeout=60.0 if virtual else 0.5,
+        max_wall_clock=5.0 if virtual else 0.2,
+    )
+    with anyio.fail_after(600 if virtual else 30):
+        async with consumed(agent, events, recorder) as run:
+            await room.all_in.wait()
+    result = run.result
+    assert result is not None
+    assert result.completion_reason is CompletionReason.BUDGET_EXCEEDED
+    answers = _check_every_call_answered(result.messages[2].tool_results, events, store)
+    store.close()
+    assert answers["a"].content == "a done"
+    # BLOCK calls: their hooks timed out, which fails the call (the tool never
+    # ran after a PreToolUse timeout; it ran before a PostToolUse one)
+    assert "TimeoutError" in answers["pb"].text and "TimeoutError" in answers["qb"].text
     assert sorted(room.ran) == ["a", "qb", "qc"]
     assert sorted(room.applied) == sorted(room.ran)

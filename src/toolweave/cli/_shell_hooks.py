@@ -347,7 +347,9 @@ def build_shell_hooks(
     )
     if not any(commands for commands, _ in groups):
         return None
-    hooks = Hooks()
+    hooks = Hooks(
+        timeout=None
+    )  # each command has its own timeout (HookCommand.timeout)
     for commands, add in groups:
         for hook in commands:
             add(hooks, ctx, hook)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeAlias, TypeVar, final, overload
+from typing import Generic, Literal, TypeAlias, TypeVar, cast, final, overload
+
+import anyio
 
 from ..messages import ToolCall, ToolResult
 from ._run_start import RunStartDecision, RunStartHook, RunStartInput, RunStartOutcome
 
 __all__ = [
+    "DEFAULT_HOOK_TIMEOUT",
     "HookPermission",
     "Hooks",
     "PostToolUseDecision",
@@ -156,6 +160,9 @@ _Fail = TypeVar("_Fail", bound=PostToolUseFailureHook)
 _Stop = TypeVar("_Stop", bound=StopHook)
 _Start = TypeVar("_Start", bound=RunStartHook)
 
+DEFAULT_HOOK_TIMEOUT = 60.0
+"""Seconds a hook may run unless `Hooks(timeout=...)` says otherwise."""
+
 
 def hook_name(fn: object) -> str:
     """A readable name for a hook, for logs and error results (no ``<locals>`` path)."""
@@ -218,6 +225,12 @@ class Hooks:
     raises, or returns something other than its decision type or None, fails
     that call with an error result and is logged; the batch goes on.
 
+    Every hook is bounded by `timeout` seconds (default 60, as Claude Code's
+    hooks; None = no limit): one still running then is stopped and counts as a
+    hook that raised ``TimeoutError``, so no hook can hang a call, an
+    interrupt of a BLOCK call, or the run's wall-clock budget. A *sync* hook
+    runs inline and cannot be stopped mid-way: keep it short.
+
     Register with decorators, bare or with a matcher::
 
         hooks = Hooks()
@@ -229,12 +242,33 @@ class Hooks:
             return None
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, timeout: float | None = DEFAULT_HOOK_TIMEOUT) -> None:
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive or None, got {timeout}")
+        self.timeout = timeout
+        """Seconds one hook may run; None = no limit. Applies to hooks registered after."""
         self._pre: _HookList[PreToolUseHook] = _HookList()
         self._post: _HookList[PostToolUseHook] = _HookList()
         self._failure: _HookList[PostToolUseFailureHook] = _HookList()
         self._stop: list[StopHook] = []
         self._run_start: list[RunStartHook] = []
+
+    def _bounded(self, fn: _H) -> _H:
+        """`fn` stopped after `timeout` seconds with ``TimeoutError`` (itself if no limit)."""
+        if not callable(fn):
+            raise TypeError(f"a hook must be callable, got {fn!r}")
+        limit = self.timeout
+        if limit is None:
+            return fn
+        hook = cast("Callable[[object], object]", fn)
+
+        @functools.wraps(hook)
+        async def bounded(data: object) -> object:
+            with anyio.move_on_after(limit):
+                return await call_hook(hook, data)
+            raise TimeoutError(f"the hook did not return within {limit:g} s")
+
+        return cast("_H", bounded)
 
     @overload
     def pre_tool_use(self, matcher: _Pre, /) -> _Pre: ...
@@ -245,11 +279,11 @@ class Hooks:
     ) -> _Pre | Callable[[_Pre], _Pre]:
         """Register a hook run before calls of matching tools (after validation)."""
         if not isinstance(matcher, str):
-            self._pre.add("*", matcher)
+            self._pre.add("*", self._bounded(matcher))
             return matcher
 
         def register(fn: _Pre) -> _Pre:
-            self._pre.add(matcher, fn)
+            self._pre.add(matcher, self._bounded(fn))
             return fn
 
         return register
@@ -263,11 +297,11 @@ class Hooks:
     ) -> _Post | Callable[[_Post], _Post]:
         """Register a hook run after successful calls of matching tools."""
         if not isinstance(matcher, str):
-            self._post.add("*", matcher)
+            self._post.add("*", self._bounded(matcher))
             return matcher
 
         def register(fn: _Post) -> _Post:
-            self._post.add(matcher, fn)
+            self._post.add(matcher, self._bounded(fn))
             return fn
 
         return register
@@ -283,11 +317,11 @@ class Hooks:
     ) -> _Fail | Callable[[_Fail], _Fail]:
         """Register a hook run after calls of matching tools that ran and failed."""
         if not isinstance(matcher, str):
-            self._failure.add("*", matcher)
+            self._failure.add("*", self._bounded(matcher))
             return matcher
 
         def register(fn: _Fail) -> _Fail:
-            self._failure.add(matcher, fn)
+            self._failure.add(matcher, self._bounded(fn))
             return fn
 
         return register
@@ -299,11 +333,11 @@ class Hooks:
     def stop(self, fn: _Stop | None = None, /) -> _Stop | Callable[[_Stop], _Stop]:
         """Register a stop hook, bare (``@hooks.stop``) or called (``@hooks.stop()``)."""
         if fn is not None:
-            self._stop.append(fn)
+            self._stop.append(self._bounded(fn))
             return fn
 
         def register(func: _Stop) -> _Stop:
-            self._stop.append(func)
+            self._stop.append(self._bounded(func))
             return func
 
         return register
@@ -322,11 +356,11 @@ class Hooks:
         message (Claude Code's SessionStart).
         """
         if fn is not None:
-            self._run_start.append(fn)
+            self._run_start.append(self._bounded(fn))
             return fn
 
         def register(func: _Start) -> _Start:
-            self._run_start.append(func)
+            self._run_start.append(self._bounded(func))
             return func
 
         return register
