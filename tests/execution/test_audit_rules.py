@@ -318,3 +318,19 @@ def test_the_mode_here_and_stepping_outside_the_audit() -> None:
             assert audit_mode_here() == mode
         finally:
             current_scope().reset(token)
+
+
+def test_a_fault_inside_the_check_never_breaks_the_operation() -> None:
+    from toolweave.execution._audit_hook import current_scope
+
+    class Broken(AuditScope):
+        __slots__ = ()
+
+        def observe(self, op: Operation, frame: object) -> None:
+            raise RuntimeError("audit bug")
+
+    token = current_scope().set(Broken("c", _elsewhere, {}, True))
+    try:
+        _hook("os.remove", ("/nowhere/x", -1))  # swallowed: the operation goes on
+    finally:
+        current_scope().reset(token)

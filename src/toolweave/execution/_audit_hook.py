@@ -189,13 +189,14 @@ def _hook(event: str, args: tuple[object, ...]) -> None:
     scope = _get()
     if scope is None or event not in _events:
         return
+    frame = sys._getframe().f_back  # None when the event comes from C alone
     try:
-        ops = classify_event(event, args)
+        for op in classify_event(event, args):
+            scope.observe(op, frame)
+    except PermissionError:  # enforce: stop the operation
+        raise
     except Exception:  # never break the operation for the audit's own fault
         return
-    frame = sys._getframe(1)
-    for op in ops:
-        scope.observe(op, frame)
 
 
 # PEP 578: hooks are not traced unless they ask; let debuggers and coverage in.
