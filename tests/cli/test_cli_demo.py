@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from toolweave.cli._audit_view import stored_violations
 from toolweave.cli._demo import render_summary, run_demo
 from toolweave.events import CompletionReason
 from toolweave.sessions import SQLiteSessionStore
@@ -47,6 +48,8 @@ async def test_the_demo_really_fixes_the_bug_and_reports_the_numbers(
     store = SQLiteSessionStore(result.store_path)
     calls = {c.call.id: c for c in store.calls(result.session_id)}
     # the demo runs with audit="enforce": nothing the built-in tools did was blocked
+    assert "declaration audit (enforce): no violations" in text
+    assert stored_violations(store, result.session_id) == []
     assert not any(
         "declaration audit" in c.result.text for c in calls.values() if c.result
     )
