@@ -18,6 +18,9 @@ PUBLIC_PACKAGES = [
     "toolweave.loop",
     "toolweave.testing",
     "toolweave.integrations",
+    "toolweave.integrations.langgraph",
+    "toolweave.integrations.pydantic_ai",
+    "toolweave.integrations.openai_agents",
 ]
 
 DESIGN_NAMES = [

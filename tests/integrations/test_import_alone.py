@@ -1,0 +1,50 @@
+"""Each integration module imports with the other two frameworks absent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+FRAMEWORKS = {
+    "langgraph": ("langgraph", "langchain_core"),
+    "pydantic_ai": ("pydantic_ai",),
+    "openai_agents": ("agents",),
+}
+
+BLOCKER = """
+import importlib.abc, sys
+BLOCKED = {blocked!r}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{{name}} is blocked")
+        return None
+sys.meta_path.insert(0, Block())
+import toolweave.integrations.{module} as m
+assert m.__all__
+"""
+
+
+@pytest.mark.parametrize("module", sorted(FRAMEWORKS))
+def test_module_imports_without_the_other_frameworks(module: str) -> None:
+    blocked = {
+        top for name, tops in FRAMEWORKS.items() if name != module for top in tops
+    }
+    code = BLOCKER.format(blocked=sorted(blocked), module=module)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_package_imports_no_framework() -> None:
+    code = BLOCKER.format(
+        blocked=sorted({t for tops in FRAMEWORKS.values() for t in tops}),
+        module="_declaration",
+    ).replace("assert m.__all__", "import toolweave.integrations")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
