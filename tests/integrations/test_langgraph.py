@@ -291,3 +291,40 @@ async def test_langgraph_interrupt_waits_for_siblings_then_pauses_the_graph() ->
     await graph.ainvoke(Command(resume="yes"), config)
     answers = _answers(model)
     assert [m.content for m in answers] == ["value of a", "approved: yes", "value of b"]
+
+
+@pytest.mark.anyio
+async def test_lifecycle_hooks_rewrite_and_permissions_deny() -> None:
+    from toolweave.execution import Hooks, PermissionRules, PreToolUseDecision
+
+    seen: list[str] = []
+
+    async def echo(name: str) -> str:
+        seen.append(name)
+        return f"echo {name}"
+
+    async def rm(name: str) -> str:
+        seen.append(f"rm {name}")
+        return "removed"
+
+    hooks = Hooks()
+
+    @hooks.pre_tool_use("echo")
+    def shout(data: Any) -> PreToolUseDecision:
+        return PreToolUseDecision(updated_input={"name": data.input["name"].upper()})
+
+    tools = [
+        StructuredTool.from_function(coroutine=f, name=f.__name__, description="t")
+        for f in (echo, rm)
+    ]
+    model = _model(("echo", "hi"), ("rm", "x"))
+    node = ScheduledToolNode(
+        tools,
+        declarations={"echo": READ_ONLY},
+        scheduler_options={"hooks": hooks, "permissions": PermissionRules(deny=["rm"])},
+    )
+    await _graph(model, node).ainvoke({"messages": [HumanMessage("go")]})
+    answers = _answers(model)
+    assert (answers[0].status, answers[0].content) == ("success", "echo HI")
+    assert answers[1].status == "error" and "rm" in str(answers[1].content)
+    assert seen == ["HI"]  # the rewrite reached the tool; the denied call never ran

@@ -186,3 +186,18 @@ async def test_max_concurrency_is_reached_and_never_exceeded() -> None:
         release.set()
     assert peak == 2
     assert [a[1] for a in _answers(model)] == ["0", "1", "2", "3", "4"]
+
+
+@pytest.mark.anyio
+async def test_streamed_run_is_scheduled_the_same_way() -> None:
+    probe = Probe()
+    model = _model(*SCENARIO)
+    agent = Agent(
+        name="a", model=model, tools=scheduled_tools(_tools(probe), DECLARATIONS)
+    )
+    result = Runner.run_streamed(agent, "go")
+    async for _ in result.stream_events():
+        pass
+    probe.check()
+    assert [a[0] for a in _answers(model)] == ["c0", "c1", "c2", "c3", "c4"]
+    assert result.final_output == "done"
