@@ -48,6 +48,8 @@ def test_run_json_streams_events_and_stores_the_session(
         "--json",
         "--store",
         str(db),
+        "--permission-mode",
+        "accept_edits",
     )
     assert code == 0, output
     lines = json_lines(stdout)
@@ -79,7 +81,14 @@ def test_sessions_show_and_timeline_read_the_store(
     (workspace / "b.txt").write_text("beta\n")
     db = str(tmp_path / "sessions.db")
     code, stdout, output = _invoke(
-        "run", "survey", "--scripted", str(_survey(tmp_path)), "--store", db
+        "run",
+        "survey",
+        "--scripted",
+        str(_survey(tmp_path)),
+        "--store",
+        db,
+        "--permission-mode",
+        "accept_edits",
     )
     assert code == 0, output
     assert "iteration 1" in stdout and "read a.txt" in stdout and "✓ done" in stdout
@@ -115,7 +124,16 @@ def test_resume_a_finished_session_with_a_new_prompt(
     (workspace / "a.txt").write_text("alpha\n")
     (workspace / "b.txt").write_text("beta\n")
     db = str(tmp_path / "sessions.db")
-    _invoke("run", "survey", "--scripted", str(_survey(tmp_path)), "--store", db)
+    _invoke(
+        "run",
+        "survey",
+        "--scripted",
+        str(_survey(tmp_path)),
+        "--store",
+        db,
+        "--permission-mode",
+        "accept_edits",
+    )
     store = SQLiteSessionStore(db)
     sid = store.list_sessions()[0].id
     more = script(tmp_path / "more.json", final("Nothing else to do."))
@@ -162,6 +180,25 @@ def test_without_a_terminal_asks_follow_the_permission_mode(
     db = str(tmp_path / "s.db")
     code, stdout, output = _invoke(
         "run", "t", "--scripted", str(steps), "--json", "--store", db
+    )
+    assert code == 0, output
+    results = {
+        line["result"]["call_id"]: line["result"]
+        for line in json_lines(stdout)
+        if line["type"] == "ToolResultReady"
+    }
+    assert results["b1"]["is_error"] and not (workspace / "made.txt").exists()
+    assert results["w1"]["is_error"] and not (workspace / "w.txt").exists()
+    code, stdout, output = _invoke(
+        "run",
+        "t",
+        "--scripted",
+        str(steps),
+        "--json",
+        "--store",
+        db,
+        "--permission-mode",
+        "accept_edits",
     )
     assert code == 0, output
     results = {

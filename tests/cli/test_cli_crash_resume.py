@@ -49,6 +49,8 @@ def _start_and_kill_mid_batch(
             "--json",
             "--store",
             str(db),
+            "--permission-mode",
+            "bypass",
         ],
         cwd=workspace,
         stdout=subprocess.PIPE,

@@ -287,8 +287,10 @@ async def test_no_handler_means_ask_is_deny(tmp_path: Path) -> None:
     result = await runner(call("1", "Bash", command="make"))
     assert result.is_error
     assert result.text == (
-        "Permission denied: approval is required (run 'make'?), and no ask handler"
-        " is configured."
+        "Permission denied: approval is required (run 'make'?), and there is no"
+        " one to ask (no terminal, no ask handler). To allow it without asking,"
+        ' use the allow rule permissions.allow = ["Bash(make)"] (toolweave.toml,'
+        " or AgentConfig(permissions=PermissionRules(allow=[...])))."
     )
 
 

@@ -208,7 +208,7 @@ ROWS = [
     ),
     Row(
         "ask rule without a handler",
-        "no ask handler is configured",
+        "no one to ask (no terminal, no ask handler)",
         runner_options=lambda: {"permissions": PermissionRules(ask=["staged"])},
     ),
     Row(

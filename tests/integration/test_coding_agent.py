@@ -21,7 +21,7 @@ from toolweave.events import (
     ToolRunning,
     ToolUseStarted,
 )
-from toolweave.execution import Hooks, PreToolUseDecision, PreToolUseInput
+from toolweave.execution import Hooks, PermissionMode, PreToolUseDecision, PreToolUseInput
 from toolweave.models import ScriptedModel
 
 pytestmark = pytest.mark.anyio
@@ -107,7 +107,12 @@ async def test_reads_overlap_edit_waits_for_its_file_and_git_diff_sees_it(
         ScriptedModel(script),
         tw.tools.coding_tools(tmp_path),
         # the built-in tools' declarations are honest: the audit stops nothing
-        config=tw.AgentConfig(workspace=tmp_path, hooks=hooks, audit="enforce"),
+        config=tw.AgentConfig(
+            workspace=tmp_path,
+            hooks=hooks,
+            audit="enforce",
+            permission_mode=PermissionMode.ACCEPT_EDITS,  # the edit runs unasked
+        ),
     )
     events: list[object] = []
     with anyio.fail_after(60):

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..events import RunFinished
+from ..execution import PermissionMode
 from ..loop import Agent, AgentConfig, ModelPrice, PriceTable
 from ..sessions import CallState, SessionRecorder, SessionStore, SQLiteSessionStore
 from ..tools import ToolRegistry
@@ -141,6 +142,9 @@ async def run_demo(
             config=AgentConfig(
                 workspace=workspace,
                 audit="enforce",  # the built-in tools' declarations are honest
+                # The demo's own scripted commands in a temporary workspace it just
+                # made: nothing there to ask about (a real run asks by default).
+                permission_mode=PermissionMode.BYPASS,
                 prices=PriceTable(
                     {"scripted-demo": ModelPrice(0.0, 0.0)}
                 ),  # free, and says so

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Literal, TypeAlias
 
@@ -33,6 +35,65 @@ AskHandler: TypeAlias = Callable[[ToolCall, str], Awaitable[AskAnswer]]
 
 _PASSTHROUGH = PermissionCheck()
 _ALWAYS_KEY: TypeAlias = tuple[str, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """An ask decision and what is needed to resolve it or explain a denial."""
+
+    decision: PermissionDecision
+    check: PermissionCheck
+    kind: CallKind
+    tool: str
+    subject: str | PurePath | None
+
+    def key(self) -> _ALWAYS_KEY:
+        """What an "always" answer approves: the tool's rule, else tool + subject."""
+        if self.decision.source == "tool" and self.check.rule is not None:
+            return ("", self.check.rule)
+        return (self.tool, None if self.subject is None else str(self.subject))
+
+
+def _suggested_rule(asked: _Asked) -> str:
+    if asked.check.rule is not None:
+        return asked.check.rule
+    subject = asked.subject
+    if subject is None:
+        return asked.tool
+    if isinstance(subject, PurePath):
+        return f"{asked.tool}(/{subject.as_posix()})"
+    return f"{asked.tool}({subject})"
+
+
+def _unattended_denial(asked: _Asked) -> str:
+    """Why an ask was denied with nobody to ask, and which setting would allow it.
+
+    The settings are named both as the CLI and toolweave.toml spell them and as
+    the library does, since this text reaches both kinds of user.
+    """
+    decision = asked.decision
+    head = (
+        f"Permission denied: approval is required ({decision.reason}), and there"
+        " is no one to ask (no terminal, no ask handler)."
+    )
+    if decision.source == "rule":
+        return (
+            f"{head} An ask rule always asks: remove it from permissions.ask to"
+            " run such calls unattended."
+        )
+    if decision.source == "hook":
+        return f"{head} A PreToolUse hook asked; only that hook can allow it."
+    rule = json.dumps(_suggested_rule(asked))
+    ways = [
+        f"the allow rule permissions.allow = [{rule}] (toolweave.toml, or"
+        " AgentConfig(permissions=PermissionRules(allow=[...])))"
+    ]
+    if asked.kind is CallKind.EDIT:
+        ways.append(
+            '--permission-mode accept_edits (mode = "accept_edits" in'
+            " toolweave.toml, or AgentConfig(permission_mode=PermissionMode.ACCEPT_EDITS))"
+        )
+    return f"{head} To allow it without asking, use " + ", or ".join(ways) + "."
 
 
 def _has_own_check(tool: Tool) -> bool:
@@ -104,7 +165,7 @@ class PermissionGate:
             else None
         )
         kind = CallKind.OTHER
-        if self.mode in (PermissionMode.PLAN, PermissionMode.ACCEPT_EDITS):
+        if self.mode is not PermissionMode.BYPASS:
             kind = classify_call(tool.access_for(args), workspace)
         decision = decide_permission(
             rule=rule, hook=verdict, check=check, mode=self.mode, kind=kind
@@ -112,30 +173,22 @@ class PermissionGate:
         if decision.behavior == "deny":
             raise CallFailed(f"Permission denied: {decision.reason}")
         if decision.behavior == "ask":
-            await self._resolve_ask(call, tool, subject, decision)
+            asked = _Asked(decision, check, kind, tool.name, subject)
+            await self._resolve_ask(call, asked)
 
-    async def _resolve_ask(
-        self,
-        call: ToolCall,
-        tool: Tool,
-        subject: str | PurePath | None,
-        decision: PermissionDecision,
-    ) -> None:
-        key = (tool.name, None if subject is None else str(subject))
+    async def _resolve_ask(self, call: ToolCall, asked: _Asked) -> None:
+        key = asked.key()
         if key in self._always:
             return
         if self._ask is None:
-            raise CallFailed(
-                f"Permission denied: approval is required ({decision.reason}),"
-                " and no ask handler is configured."
-            )
+            raise CallFailed(_unattended_denial(asked))
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
             if key in self._always:
                 return
             try:
-                answer: object = await self._ask(call, decision.reason)
+                answer: object = await self._ask(call, asked.decision.reason)
             except Exception as exc:
                 logger.exception("ask handler failed on call %s", call.id)
                 raise CallFailed(
@@ -144,6 +197,6 @@ class PermissionGate:
         if answer == "always":
             self._always.add(key)
         elif answer == "deny":
-            raise CallFailed(f"Permission denied by the user: {decision.reason}")
+            raise CallFailed(f"Permission denied by the user: {asked.decision.reason}")
         elif answer != "allow":
             raise CallFailed(f"Permission denied: the ask handler answered {answer!r}")

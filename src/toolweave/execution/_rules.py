@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Literal, TypeAlias, final
+from urllib.parse import urlsplit
 
 from .._exceptions import ConfigError
 from ..tools.builtin import CommandParts, ShellCommand
@@ -121,6 +122,21 @@ def _words_match(spec: str, words: tuple[str | None, ...]) -> bool:
     )
 
 
+def _host_matches(pattern: str, url: str) -> bool:
+    """``domain:example.com`` (that host) or ``domain:*.example.com`` (its subdomains)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:  # a malformed URL has no host to match
+        return False
+    if not host:
+        return False
+    pattern = pattern.strip().lower().rstrip(".")
+    host = host.rstrip(".")
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return host == pattern
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class PermissionRule:
@@ -181,6 +197,8 @@ class PermissionRule:
             return True
         if subject is None:
             return False
+        if self.spec.startswith("domain:") and isinstance(subject, str):
+            return _host_matches(self.spec[len("domain:") :], subject)
         if isinstance(subject, PurePath):
             path = _normalize_subject(subject, workspace)
             return any(
@@ -260,8 +278,9 @@ class PermissionRules:
     argument spec matched against the tool's `permission_subject`:
     ``Bash(git log:*)`` (prefix then a space or the end), ``Bash(npm run *)``
     (``*`` wildcard), ``Bash(make)`` (exact), ``Read(./src/**)`` (a path glob,
-    for tools whose subject is a path). When several rules match, deny beats
-    ask beats allow.
+    for tools whose subject is a path), ``web_fetch(domain:example.com)`` (the
+    host of a URL subject; ``domain:*.example.com`` for its subdomains). When
+    several rules match, deny beats ask beats allow.
 
     Raises:
         ConfigError: if a rule is malformed.

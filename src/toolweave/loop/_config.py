@@ -82,7 +82,10 @@ class AgentConfig:
     permission_mode: PermissionMode = PermissionMode.DEFAULT
     """The permission mode."""
     ask: AskHandler | None = None
-    """Async handler for permission asks; None = ask means deny."""
+    """Async handler for permission asks; None = an ask is denied, with an error
+    result naming the rule or mode that would allow the call. In the default
+    mode the built-in tools ask for a bash command not proven read-only, a
+    write or edit, and a web_fetch to a host not yet allowed."""
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
     """Timeouts and result budgets of each call."""
     context_providers: Sequence[ContextProvider] = ()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import PurePath
 from typing import Any, Literal, TypeAlias
 
@@ -59,6 +59,15 @@ class PermissionCheck:
     """``passthrough`` leaves the decision to rules, hooks and mode."""
     message: str = ""
     """Why, shown to the user (ask) or the model (deny)."""
+    _: KW_ONLY
+    rule: str | None = None
+    """For an ask: the allow rule that would approve this call without asking,
+    e.g. ``bash(make test)`` or ``web_fetch(domain:example.com)``.
+
+    A denial for want of anyone to ask names it, and an "always" answer
+    approves exactly what it covers for the rest of the run (None: this tool
+    with this subject).
+    """
 
 
 def _raised(exc: Exception) -> str:

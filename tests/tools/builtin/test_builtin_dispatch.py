@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from toolweave.events import Event, ToolRunning
-from toolweave.execution import ToolRunner
+from toolweave.execution import PermissionMode, ToolRunner
 from toolweave.messages import ToolCall, ToolResult
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher
 from toolweave.tools import SessionState, Tool, ToolContext, ToolRegistry
@@ -73,7 +73,9 @@ async def test_edit_waits_for_its_read_while_other_reads_overlap(root: Path) -> 
 
     state = SessionState(workspace=root)
     registry = _registry(root, gates)
-    runner = ToolRunner(registry, state=state, on_event=on_event)
+    runner = ToolRunner(
+        registry, state=state, on_event=on_event, mode=PermissionMode.ACCEPT_EDITS
+    )
     calls = [
         ToolCall("ra", "read", {"path": "a.py"}),
         ToolCall("rb", "read", {"path": "b.py"}),

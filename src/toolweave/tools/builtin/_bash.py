@@ -13,7 +13,7 @@ from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
 from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
 from .._sandbox_mode import SandboxMode, sandbox_mode
-from .._tool import Tool
+from .._tool import PermissionCheck, Tool
 from ._bash_classifier import (
     Prefixes,
     classify_bash,
@@ -85,7 +85,9 @@ class BashTool(Tool):
 
     Concurrency comes from the command: SAFE only when `classify_bash` proves
     it read-only (then access reads ``fs:<root>`` and ``proc:bash``), else SEQUENTIAL with
-    undeclared access — a barrier (seed 003 §4.2.2). Interrupt: CANCEL; the
+    undeclared access — a barrier (seed 003 §4.2.2). A command not proven
+    read-only is also an *ask* in the permission stage (`check_permissions`).
+    Interrupt: CANCEL; the
     process group is killed. A failing command aborts running sibling bash
     calls (seed 003 §4.5.3).
 
@@ -185,6 +187,24 @@ class BashTool(Tool):
     def permission_subject(self, args: dict[str, Any]) -> ShellCommand:
         """The command, for rules such as ``bash(git log:*)``: rules see every part."""
         return ShellCommand(args["command"])
+
+    async def check_permissions(
+        self, args: dict[str, Any], ctx: ToolContext
+    ) -> PermissionCheck:
+        """Ask for any command the classifier does not prove read-only.
+
+        As in Claude Code's default mode: a read-only command runs, anything
+        else needs an allow rule, a hook's allow, bypass mode or the user's yes.
+        """
+        del ctx
+        if self.concurrency_for(args) is Concurrency.SAFE:
+            return PermissionCheck()
+        command = str(args["command"])
+        return PermissionCheck(
+            "ask",
+            f"bash: {command!r} is not provably read-only",
+            rule=f"bash({command})",
+        )
 
     def access_for(self, args: dict[str, Any]) -> Access | None:
         """Reads the workspace when read-only; undeclared (a barrier) otherwise."""

@@ -13,7 +13,7 @@ from ..._exceptions import ToolError, ToolInputError
 from .._access import Access, Concurrency, Interrupt
 from .._context import SessionState, ToolContext
 from .._threads import run_in_worker_thread
-from .._tool import Tool
+from .._tool import PermissionCheck, Tool
 from ._readstate import record_write, require_fresh_read
 from ._textfile import SNIFF_BYTES, atomic_write, is_binary, number_lines
 from ._workspace import Workspace
@@ -64,6 +64,19 @@ class _FileChangeTool(Tool):
     def permission_subject(self, args: dict[str, Any]) -> PurePath:
         """The resolved path, for permission rules of the form ``Name(glob)``."""
         return self.workspace.subject(args["path"])
+
+    async def check_permissions(
+        self, args: dict[str, Any], ctx: ToolContext
+    ) -> PermissionCheck:
+        """Ask before changing a file (approved in advance by ``accept_edits``).
+
+        The suggested rule names the file relative to the workspace root.
+        """
+        del ctx
+        rel = self.workspace.relative(self.workspace.resolve(args["path"]))
+        return PermissionCheck(
+            "ask", f"{self.name} changes {rel}", rule=f"{self.name}(./{rel})"
+        )
 
     def _access(self, args: dict[str, Any]) -> Access:
         return Access(writes=(Workspace.key(self.workspace.resolve(args["path"])),))

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
 from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
-from .._tool import Tool
+from .._tool import PermissionCheck, Tool
 from ._html import html_to_text
 
 if TYPE_CHECKING:  # imported on the first fetch: `import toolweave` stays light
@@ -94,6 +94,28 @@ class WebFetchTool(Tool):
     def permission_subject(self, args: dict[str, Any]) -> str:
         """The URL, for permission rules such as ``web_fetch(https://docs.*)``."""
         return str(args["url"])
+
+    async def check_permissions(
+        self, args: dict[str, Any], ctx: ToolContext
+    ) -> PermissionCheck:
+        """Ask before fetching from a host not yet allowed.
+
+        A host is allowed by a ``web_fetch(domain:HOST)`` allow rule, or for the
+        rest of the run by an "always" answer. A URL with no host is left to
+        `call`, which refuses it.
+        """
+        del ctx
+        try:
+            host = urlsplit(str(args["url"])).hostname
+        except ValueError:
+            host = None
+        if not host:
+            return PermissionCheck()
+        return PermissionCheck(
+            "ask",
+            f"web_fetch from {host}, a host not yet allowed",
+            rule=f"web_fetch(domain:{host})",
+        )
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Fetch; returns a short header and the text."""
