@@ -21,7 +21,7 @@ from ..events import Event
 from ..messages import Message
 from ..models import Model, RetryingModel, ToolDefinition, resolve_model
 from ..scheduling import Dispatcher
-from ..tools import SessionState, Tool, ToolRegistry, sandbox_mode
+from ..tools import SessionState, ToolLike, ToolRegistry, sandbox_mode
 from ._config import AgentConfig
 from ._cost import PriceTable
 from ._loop import RunLoop
@@ -55,7 +55,8 @@ class Agent:
 
     Args:
         model: A Model, or ``"anthropic:<name>"`` / ``"openai:<name>"``.
-        tools: Tools, or a ToolRegistry.
+        tools: Tools, plain functions (made tools by `@tool` with its
+            defaults), or a ToolRegistry.
         system: The system prompt.
         config: Budgets, guards, hooks, context, cost, tracing.
         name: The agent's name (in traces).
@@ -69,7 +70,7 @@ class Agent:
     def __init__(
         self,
         model: Model | str,
-        tools: Iterable[Tool] | ToolRegistry = (),
+        tools: Iterable[ToolLike] | ToolRegistry = (),
         *,
         system: str | None = None,
         config: AgentConfig | None = None,

@@ -28,7 +28,14 @@ from ..events import (
 )
 from ..execution._audit import audit_mode_here, outside_audit
 from ..models import Model, resolve_model
-from ..tools import Access, Concurrency, Interrupt, Tool, ToolContext, ToolRegistry
+from ..tools import (
+    Access,
+    Concurrency,
+    Interrupt,
+    Tool,
+    ToolContext,
+    ToolRegistry,
+)
 from ._agent import Agent
 from ._config import AgentConfig
 from ._result import RunResult

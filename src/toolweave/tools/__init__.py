@@ -16,6 +16,7 @@ from ._declaration_errors import (
 )
 from ._function import FunctionTool as FunctionTool
 from ._function import tool as tool
+from ._registry import ToolLike as ToolLike
 from ._registry import ToolRegistry as ToolRegistry
 from ._sandbox_mode import SandboxMode as SandboxMode
 from ._sandbox_mode import sandbox_mode as sandbox_mode
@@ -44,6 +45,7 @@ __all__ = [
     "SessionState",
     "Tool",
     "ToolContext",
+    "ToolLike",
     "ToolRegistry",
     "WrappedTool",
     "coding_tools",

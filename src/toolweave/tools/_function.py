@@ -6,7 +6,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, get_type_hints, overload
+from typing import Any, NoReturn, get_type_hints, overload
 
 from pydantic import ConfigDict, Field, create_model
 
@@ -16,12 +16,29 @@ from ._context import ToolContext
 from ._threads import run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS, AccessSpec, ConcurrencySpec, Tool
 
-__all__ = ["FunctionTool", "tool"]
+__all__ = ["FunctionTool", "check_tool_name", "tool"]
 
 _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Example|Examples|Note|Notes):\s*$"
 )
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""What the Anthropic and OpenAI APIs accept as a tool name."""
+
+
+def check_tool_name(name: str) -> None:
+    """Raise `ToolDefinitionError` unless providers accept `name` as a tool name."""
+    if _TOOL_NAME.fullmatch(name):
+        return
+    hint = (
+        " A lambda has no name of its own: pass @tool(name=...)."
+        if name == "<lambda>"
+        else ""
+    )
+    raise ToolDefinitionError(
+        f"tool name {name!r} is not accepted by model providers: use 1 to 64"
+        f" letters, digits, '_' or '-'.{hint}"
+    )
 
 
 def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
@@ -118,12 +135,44 @@ def _build_input_model(
             annotation,
             Field(default, description=arg_docs.get(param.name) or None),
         )
-    model = create_model(
+    model = _input_model(name, fields)
+    try:
+        model.model_json_schema()
+    except Exception as exc:
+        _raise_for_the_parameter(name, fields, exc)
+    return context_param, model, description
+
+
+def _input_model(name: str, fields: dict[str, Any]) -> Any:
+    return create_model(
         f"{name}_input",
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
         **fields,
     )
-    return context_param, model, description
+
+
+def _raise_for_the_parameter(
+    name: str, fields: dict[str, Any], exc: Exception
+) -> NoReturn:
+    """Name the first parameter whose type has no JSON schema (the model needs one)."""
+    for param, spec in fields.items():
+        try:
+            _input_model(name, {param: spec}).model_json_schema()
+        except Exception:  # this parameter's type is the one
+            raise ToolDefinitionError(
+                f"tool {name!r}: parameter {param!r} has type"
+                f" {_type_name(spec[0])}, which has no JSON schema, so the model"
+                " cannot be told how to fill it. Use str, int, float, bool, a list"
+                " or dict of those, a Literal, an Enum, a dataclass or a pydantic"
+                " model (annotate a ToolContext parameter to receive the context)."
+            ) from exc
+    raise ToolDefinitionError(f"tool {name!r}: no JSON schema: {exc}") from exc
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__qualname__
+    return repr(annotation)
 
 
 @overload
@@ -175,6 +224,14 @@ def tool(
     Google-style docstring's ``Args:`` section, the tool description from the
     rest of the docstring.
 
+    Checked here, at decoration time, so a mistake surfaces where it was made
+    rather than as a provider's 400 mid-run: the name (and every alias) must
+    match ``^[a-zA-Z0-9_-]{1,64}$`` (a lambda needs ``name=``), and every
+    parameter's type must have a JSON schema.
+
+    Raises:
+        ToolDefinitionError: naming the tool and, for a type, the parameter.
+
     Args:
         fn: The function (when used bare).
         name: Model-facing name; defaults to the function's name.
@@ -216,9 +273,12 @@ def tool(
             raise ToolDefinitionError("timeout= must be positive")
         if placement not in ("local", "ray"):
             raise ToolDefinitionError('placement= must be "local" or "ray"')
+        tool_name: str = name or str(getattr(func, "__name__", ""))
+        for given in (tool_name, *aliases):
+            check_tool_name(given)
         return FunctionTool(
             func,
-            name=name or func.__name__,
+            name=tool_name,
             description=description,
             concurrency=concurrency,
             access=access,

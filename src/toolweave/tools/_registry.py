@@ -3,26 +3,49 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeAlias
 
 from .._exceptions import ToolDefinitionError
+from ._function import tool as _tool
 from ._tool import Tool
 
-__all__ = ["ToolRegistry"]
+ToolLike: TypeAlias = Tool | Callable[..., Any]
+"""A Tool, or a plain function (made a tool by `@tool` with its defaults)."""
+
+
+def as_tool(item: object) -> Tool:
+    """`item` as a Tool: a Tool as it is, a plain function through `@tool`.
+
+    Raises:
+        ToolDefinitionError: for anything else, or a function `@tool` refuses.
+    """
+    if isinstance(item, Tool):
+        return item
+    if callable(item):
+        return _tool(item)
+    raise ToolDefinitionError(
+        f"tools= holds {item!r}, which is neither a Tool nor a function"
+    )
+
+
+__all__ = ["ToolLike", "ToolRegistry", "as_tool"]
 
 
 class ToolRegistry:
     """The tools of one session, by name and alias.
 
     Not mutated during a batch, so the gate and the workers may read it at once
-    without a lock (seed 000 §2). Registering a name or alias twice is an error.
+    without a lock. Registering a name or alias twice is an error. A plain
+    function among `tools` is wrapped by `@tool` with its defaults (SEQUENTIAL,
+    undeclared access).
     """
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._names: dict[str, Tool] = {}
         for t in tools:
-            self.register(t)
+            self.register(as_tool(t))
 
     def register(self, tool: Tool) -> None:
         """Add `tool`. Raises ToolDefinitionError if a name or alias is taken."""
