@@ -11,11 +11,14 @@ from typing import Annotated
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from .. import __version__
 from .._exceptions import ConfigError, StoreError, ToolweaveError, UsageError
 from ._config_cmd import render_config
 from ._demo import render_epilogue, render_summary, run_demo
 from ._demo_schedules import run_schedules_demo
+from ._help import Command, Group
 from ._session_run import RunOptions, open_store, resume_session, start_session
 from ._settings import load_settings
 from ._show import render_sessions, render_transcript
@@ -25,6 +28,7 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="toolweave",
+    cls=Group,
     help="An agent runtime whose heart is safe parallel tool execution.",
     no_args_is_help=True,
     add_completion=False,
@@ -113,7 +117,9 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+    Console(stderr=True).print(
+        f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True
+    )
     return typer.Exit(2)
 
 
@@ -148,9 +154,11 @@ def _options(
     )
 
 
-@app.command()
+@app.command(cls=Command)
 def run(
-    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    task: Annotated[
+        str, typer.Argument(metavar="TASK", help="What the agent should do.")
+    ],
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     store: StoreOpt = None,
@@ -195,11 +203,14 @@ def _session_errors() -> Iterator[None]:
         raise _fail(_single(group)) from group
 
 
-@app.command()
+@app.command(cls=Command)
 def resume(
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    session: Annotated[
+        str, typer.Argument(metavar="ID", help="Session id (or a unique prefix).")
+    ],
     prompt: Annotated[
-        str | None, typer.Argument(help="What to say next (default: carry on).")
+        str | None,
+        typer.Argument(metavar="PROMPT", help="What to say next (default: carry on)."),
     ] = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -228,7 +239,7 @@ def resume(
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(cls=Command)
 def sessions(
     store: StoreOpt = None,
     limit: Annotated[int, typer.Option(help="How many to list.")] = 30,
@@ -242,9 +253,11 @@ def sessions(
         raise _fail(exc) from exc
 
 
-@app.command()
+@app.command(cls=Command)
 def show(
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    session: Annotated[
+        str, typer.Argument(metavar="ID", help="Session id (or a unique prefix).")
+    ],
     store: StoreOpt = None,
     full: Annotated[
         bool, typer.Option("--full", help="Show tool results in full.")
@@ -261,9 +274,11 @@ def show(
         raise _fail(exc) from exc
 
 
-@app.command()
+@app.command(cls=Command)
 def timeline(
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    session: Annotated[
+        str, typer.Argument(metavar="ID", help="Session id (or a unique prefix).")
+    ],
     store: StoreOpt = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="The HTML file to write.")
@@ -287,7 +302,7 @@ def timeline(
         webbrowser.open(path.resolve().as_uri())
 
 
-@app.command()
+@app.command(cls=Command)
 def config() -> None:
     """Show the effective settings and where each value came from."""
     try:
@@ -296,7 +311,7 @@ def config() -> None:
         raise _fail(exc) from exc
 
 
-@app.command()
+@app.command(cls=Command)
 def demo(
     schedules: Annotated[
         bool,
@@ -334,11 +349,28 @@ def demo(
         raise typer.Exit(130)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        Console().print(f"toolweave {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_show_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
     """An agent runtime whose heart is safe parallel tool execution."""
+    del version
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point (named toolweave however it was started)."""
+    app(prog_name="toolweave")

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..cluster import make_batch_command
 from ..sessions import SessionStore
 from ._app import app
+from ._help import Command
 from ._session_run import open_store
 from ._settings import load_settings
 
@@ -22,4 +23,4 @@ def open_batch_store(store: str | None) -> SessionStore:
     return open_store(store or load_settings(Path.cwd()).settings.store)
 
 
-app.command("batch")(make_batch_command(open_batch_store))
+app.command("batch", cls=Command)(make_batch_command(open_batch_store))

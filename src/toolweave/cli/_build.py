@@ -42,7 +42,8 @@ def build_model(settings: Settings) -> Model:
     ``--no-stream``) sends every request whole.
 
     Raises:
-        ConfigError: if no model is configured or the spec is invalid.
+        ConfigError: if no model is configured, the spec is invalid, or the
+            provider's key variable is not set.
     """
     spec = settings.model
     if not spec:
@@ -50,9 +51,33 @@ def build_model(settings: Settings) -> Model:
     api_key = None
     if spec.startswith("openai-compatible:"):
         api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
-    return resolve_model(
+    model = resolve_model(
         spec, api_key=api_key, base_url=settings.base_url, stream=settings.stream
     )
+    if api_key is None:
+        _require_key(spec, type(model).__name__)
+    return model
+
+
+_KEY_VARIABLES = {
+    "AnthropicModel": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "OpenAIChatModel": ("OPENAI_API_KEY",),
+    "OpenAIResponsesModel": ("OPENAI_API_KEY",),
+}
+
+
+def _require_key(spec: str, model_class: str) -> None:
+    """Fail before anything is stored when the provider's key variable is unset.
+
+    Without it the SDK fails only when the first request is built, after a
+    session was created (the SDK reads the same variables).
+    """
+    variables = _KEY_VARIABLES.get(model_class, ())
+    if variables and not any(os.environ.get(v) for v in variables):
+        raise ConfigError(
+            f"{variables[0]} is not set (the model {spec} needs it);"
+            " `toolweave demo` needs no key."
+        )
 
 
 def coding_system_prompt(workspace: Path, extra: str | None) -> str:

@@ -32,6 +32,7 @@ StoreOpener = Callable[[str | None], SessionStore]
 TasksArg = Annotated[
     Path,
     typer.Argument(
+        metavar="TASKS",
         help="JSONL file, one session per line: prompt, optional id, model, "
         "workspace, system, budget, metadata.",
         exists=True,
