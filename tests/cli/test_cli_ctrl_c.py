@@ -30,8 +30,18 @@ def _start(
     tmp_path: Path, workspace: Path, steps: Path, db: Path
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*CLI, "run", "task", "--scripted", str(steps), "--json", "--store", str(db)]
-        + ["--permission-mode", "bypass"],
+        [
+            *CLI,
+            "run",
+            "task",
+            "--scripted",
+            str(steps),
+            "--json",
+            "--store",
+            str(db),
+            "--permission-mode",
+            "bypass",
+        ],
         cwd=workspace,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

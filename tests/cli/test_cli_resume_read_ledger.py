@@ -18,7 +18,8 @@ from toolweave.sessions import SQLiteSessionStore, read_state
 
 
 def _invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
+    # the edits under test run unasked; permissions are not what is tested here
+    result = CliRunner().invoke(app, [*args, "--permission-mode", "accept_edits"])
     return result.exit_code, result.output
 
 

@@ -128,7 +128,10 @@ def test_a_bad_file_is_a_config_error_naming_file_and_key(
     assert problem in str(info.value)
 
 
-def test_settings_become_runtime_objects(home: Path, workspace: Path) -> None:
+def test_settings_become_runtime_objects(
+    home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # the model needs one
     _write(home, workspace)
     s = load_settings(workspace, environ={}).settings
     config = agent_config(s, workspace=workspace, hooks=None, ask=None)
@@ -207,7 +210,10 @@ def test_the_config_command_reports_a_bad_file(workspace: Path) -> None:
     assert "budgets.max_iterations" in result.output
 
 
-def test_resume_falls_back_to_the_sessions_own_model(workspace: Path) -> None:
+def test_resume_falls_back_to_the_sessions_own_model(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # the model needs one
     options = RunOptions(cwd=workspace)
     _, model, spec = _prepare(options, workspace, "anthropic:claude-from-session")
     assert (

@@ -63,7 +63,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> object:
 # The call of each kind, and the rule that names it.
 CALLS: dict[Kind, tuple[str, dict[str, Any], str]] = {
     "bash_read": ("bash", {"command": "cat seen.txt"}, "bash(cat seen.txt)"),
-    "bash_write": ("bash", {"command": "echo x > made.txt"}, "bash(echo x > made.txt)"),
+    "bash_write": ("bash", {"command": "echo x > made.txt"}, "bash(echo x)"),
     "write": ("write", {"path": "made.txt", "content": "x\n"}, "write(./made.txt)"),
     "edit": (
         "edit",
@@ -211,7 +211,7 @@ async def test_every_cell_of_the_decision_table(
 def _suggested(kind: Kind) -> str:
     return {
         "bash_read": "",
-        "bash_write": "bash(echo x > made.txt)",
+        "bash_write": "bash(echo x)",
         "write": "write(./made.txt)",
         "edit": "edit(./seen.txt)",
         "fetch": "web_fetch(domain:docs.example.com)",
@@ -383,3 +383,45 @@ def test_domain_rules_match_the_host(spec: str, url: str, expected: bool) -> Non
     rules = PermissionRules(allow=[f"web_fetch({spec})"])
     verdict = rules.match(("web_fetch",), url)
     assert (verdict is not None) is expected
+
+
+@pytest.mark.parametrize(
+    ("command", "suggested"),
+    [
+        ("cd sub && touch made.txt", ["bash(cd sub)", "bash(touch made.txt)"]),
+        ("touch made.txt; touch made.txt", ["bash(touch made.txt)"]),
+        ("timeout 5 touch made.txt", ["bash(touch made.txt)"]),
+        ('touch "$NAME"', ["bash(touch:*)"]),
+    ],
+)
+async def test_the_suggested_bash_rules_cover_every_command_and_really_allow(
+    tmp_path: Path, command: str, suggested: list[str]
+) -> None:
+    (tmp_path / "sub").mkdir()
+    state = SessionState(workspace=tmp_path, results_dir=tmp_path / "results")
+    env = {"NAME": "made.txt", "PATH": "/usr/bin:/bin"}
+    bash = BashTool(tmp_path, env=env)
+    denied = await ToolRunner(ToolRegistry([bash]), state=state)(
+        call("c", "bash", command=command)
+    )
+    assert denied.is_error and not (tmp_path / "made.txt").exists()
+    listed = ", ".join(f'"{rule}"' for rule in suggested)
+    assert f"permissions.allow = [{listed}]" in denied.text, denied.text
+    allowed = ToolRunner(
+        ToolRegistry([bash]), state=state, permissions=PermissionRules(allow=suggested)
+    )
+    result = await allowed(call("c", "bash", command=command))
+    assert not result.is_error, result.text
+    assert (tmp_path / "made.txt").exists() or (tmp_path / "sub" / "made.txt").exists()
+
+
+@pytest.mark.parametrize("command", ["$CMD made.txt", 'eval "$X"', "((x++))"])
+async def test_a_command_no_rule_can_cover_says_so(
+    tmp_path: Path, command: str
+) -> None:
+    state = SessionState(workspace=tmp_path, results_dir=tmp_path / "results")
+    runner = ToolRunner(ToolRegistry([BashTool(tmp_path)]), state=state)
+    result = await runner(call("c", "bash", command=command))
+    assert result.is_error
+    assert "No allow rule can cover it" in result.text, result.text
+    assert "permissions.allow" not in result.text

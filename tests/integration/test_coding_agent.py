@@ -21,7 +21,12 @@ from toolweave.events import (
     ToolRunning,
     ToolUseStarted,
 )
-from toolweave.execution import Hooks, PermissionMode, PreToolUseDecision, PreToolUseInput
+from toolweave.execution import (
+    Hooks,
+    PermissionMode,
+    PreToolUseDecision,
+    PreToolUseInput,
+)
 from toolweave.models import ScriptedModel
 
 pytestmark = pytest.mark.anyio

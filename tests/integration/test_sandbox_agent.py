@@ -18,10 +18,17 @@ import pytest
 
 import toolweave as tw
 from toolweave.events import ToolResultReady
-from toolweave.execution import Hooks, PreToolUseDecision, PreToolUseInput
+from toolweave.execution import (
+    Hooks,
+    PermissionMode,
+    PreToolUseDecision,
+    PreToolUseInput,
+)
 from toolweave.models import ScriptedModel
 from toolweave.tools.builtin import _bash as bash_module
 from toolweave.tools.builtin._sandbox import Backend, backend_available
+
+BYPASS = PermissionMode.BYPASS  # the sandbox is under test, not permissions
 
 pytestmark = pytest.mark.anyio
 
@@ -97,7 +104,7 @@ async def test_a_writer_forced_through_the_parallel_path_writes_nothing(
     agent = tw.Agent(
         ScriptedModel(script),
         tw.tools.coding_tools(tmp_path, sandbox_backend=backend),
-        config=tw.AgentConfig(workspace=tmp_path, hooks=hooks),
+        config=tw.AgentConfig(workspace=tmp_path, hooks=hooks, permission_mode=BYPASS),
     )
     results = await _run(agent, "Write forced.txt and read data.txt.")
 
@@ -137,7 +144,7 @@ async def test_without_the_retry_no_file_is_left_behind(
     agent = tw.Agent(
         ScriptedModel(script),
         tw.tools.coding_tools(workspace, sandbox="off", sandbox_backend=backend),
-        config=tw.AgentConfig(workspace=workspace, hooks=hooks),
+        config=tw.AgentConfig(workspace=workspace, hooks=hooks, permission_mode=BYPASS),
     )
     results = await _run(agent, "go")
     assert list(workspace.iterdir()) == []
@@ -169,7 +176,9 @@ async def test_workspace_write_from_agent_config(
     agent = tw.Agent(
         ScriptedModel(script),
         tw.tools.coding_tools(workspace, sandbox="off", sandbox_backend=backend),
-        config=tw.AgentConfig(workspace=workspace, sandbox="workspace-write"),
+        config=tw.AgentConfig(
+            workspace=workspace, sandbox="workspace-write", permission_mode=BYPASS
+        ),
     )
     assert agent.state.sandbox is tw.SandboxMode.WORKSPACE_WRITE
     results = await _run(agent, "go")

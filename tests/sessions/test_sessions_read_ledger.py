@@ -16,7 +16,8 @@ from sessions_support import say, use
 
 from toolweave._exceptions import StoreError
 from toolweave.events import FileRead, ReadStateChanged, RunFinished
-from toolweave.loop import Agent
+from toolweave.execution import PermissionMode
+from toolweave.loop import Agent, AgentConfig
 from toolweave.messages import Message, ToolCall
 from toolweave.models import ScriptedModel
 from toolweave.sessions import (
@@ -51,7 +52,12 @@ async def _run(
     prompt: str = "go",
     resume: bool = False,
 ) -> list[object]:
-    agent = Agent(model, coding_tools(root))
+    # the edits under test run unasked; permissions are not what is tested here
+    agent = Agent(
+        model,
+        coding_tools(root),
+        config=AgentConfig(permission_mode=PermissionMode.ACCEPT_EDITS, workspace=root),
+    )
     history: Sequence[Message] = ()
     if resume:
         plan = prepare_resume(store, sid, prompt=prompt)

@@ -13,6 +13,7 @@ import anyio
 
 from ..messages import ToolCall
 from ..tools import PermissionCheck, SessionState, Tool, ToolContext
+from ..tools.builtin import ShellCommand
 from ._decision import (
     CallKind,
     HookVerdict,
@@ -48,21 +49,28 @@ class _Asked:
     subject: str | PurePath | None
 
     def key(self) -> _ALWAYS_KEY:
-        """What an "always" answer approves: the tool's rule, else tool + subject."""
-        if self.decision.source == "tool" and self.check.rule is not None:
-            return ("", self.check.rule)
+        """What an "always" answer approves: the tool's rules, else tool + subject."""
+        if self.decision.source == "tool" and self.check.rules:
+            return ("", "\n".join(self.check.rules))
         return (self.tool, None if self.subject is None else str(self.subject))
 
 
-def _suggested_rule(asked: _Asked) -> str:
-    if asked.check.rule is not None:
-        return asked.check.rule
+def _suggested_rules(asked: _Asked) -> tuple[str, ...]:
+    """The tool's rules, else one naming the tool and its subject.
+
+    A shell command gets none of its own making: a bash rule matches the
+    commands inside the input, which only the tool can name.
+    """
+    if asked.check.rules:
+        return asked.check.rules
     subject = asked.subject
     if subject is None:
-        return asked.tool
+        return (asked.tool,)
+    if isinstance(subject, ShellCommand):
+        return ()
     if isinstance(subject, PurePath):
-        return f"{asked.tool}(/{subject.as_posix()})"
-    return f"{asked.tool}({subject})"
+        return (f"{asked.tool}(/{subject.as_posix()})",)
+    return (f"{asked.tool}({subject})",)
 
 
 def _unattended_denial(asked: _Asked) -> str:
@@ -83,15 +91,22 @@ def _unattended_denial(asked: _Asked) -> str:
         )
     if decision.source == "hook":
         return f"{head} A PreToolUse hook asked; only that hook can allow it."
-    rule = json.dumps(_suggested_rule(asked))
-    ways = [
-        f"the allow rule permissions.allow = [{rule}] (toolweave.toml, or"
-        " AgentConfig(permissions=PermissionRules(allow=[...])))"
-    ]
+    rules = ", ".join(json.dumps(r) for r in _suggested_rules(asked))
+    ways = []
+    if rules:
+        ways.append(
+            f"the allow rule permissions.allow = [{rules}] (toolweave.toml, or"
+            " AgentConfig(permissions=PermissionRules(allow=[...])))"
+        )
     if asked.kind is CallKind.EDIT:
         ways.append(
             '--permission-mode accept_edits (mode = "accept_edits" in'
             " toolweave.toml, or AgentConfig(permission_mode=PermissionMode.ACCEPT_EDITS))"
+        )
+    if not ways:
+        return (
+            f"{head} No allow rule can cover it; approve it at a terminal, or use"
+            " --permission-mode bypass (AgentConfig(permission_mode=...))."
         )
     return f"{head} To allow it without asking, use " + ", or ".join(ways) + "."
 

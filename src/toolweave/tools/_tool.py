@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_RESULT_CHARS = 50_000
-"""Global default threshold above which a result is persisted (seed 003 §4.6)."""
+"""Global default threshold above which a result is persisted (as in Claude Code)."""
 
 ConcurrencySpec: TypeAlias = (
     Concurrency | Callable[[dict[str, Any]], Concurrency | bool]
@@ -60,13 +60,13 @@ class PermissionCheck:
     message: str = ""
     """Why, shown to the user (ask) or the model (deny)."""
     _: KW_ONLY
-    rule: str | None = None
-    """For an ask: the allow rule that would approve this call without asking,
-    e.g. ``bash(make test)`` or ``web_fetch(domain:example.com)``.
+    rules: tuple[str, ...] = ()
+    """For an ask: allow rules that together would approve this call without
+    asking, e.g. ``("bash(make test)",)`` or ``("web_fetch(domain:example.com)",)``.
 
-    A denial for want of anyone to ask names it, and an "always" answer
-    approves exactly what it covers for the rest of the run (None: this tool
-    with this subject).
+    A denial for want of anyone to ask names them, and an "always" answer
+    approves what they name for the rest of the run (empty: this tool with
+    this subject).
     """
 
 
@@ -92,7 +92,7 @@ class Tool:
 
     Subclasses implement `call`. Everything else has a safe default: SEQUENTIAL,
     undeclared access (a barrier under the `conflict` policy), BLOCK on interrupt.
-    Declarations live here; the Dispatcher decides what overlaps (seed 000 §8.1).
+    Declarations live here; the Dispatcher decides what overlaps.
 
     Thread affinity: `concurrency_for`, `access_for` and `parse` may be called from
     the dispatching task at any time and must not block.
@@ -142,9 +142,9 @@ class Tool:
         self.aliases = aliases
         """Other names the registry resolves to this tool."""
         self.hidden = hidden
-        """Hidden tools are not offered to the model and never run in parallel (seed 001)."""
+        """Hidden tools are not offered to the model and never run in parallel (as in Codex)."""
         self.abort_siblings_on_error = abort_siblings_on_error
-        """If this call fails, cancel running siblings that also declare it (seed 003 §4.5.3)."""
+        """If this call fails, cancel running siblings that also declare it (as in Claude Code)."""
         self.replaceable_output = replaceable_output
         """PostToolUse hooks may replace this tool's output."""
         self.runs_in_thread = runs_in_thread

@@ -85,11 +85,11 @@ class BashTool(Tool):
 
     Concurrency comes from the command: SAFE only when `classify_bash` proves
     it read-only (then access reads ``fs:<root>`` and ``proc:bash``), else SEQUENTIAL with
-    undeclared access — a barrier (seed 003 §4.2.2). A command not proven
+    undeclared access — a barrier (as in Claude Code). A command not proven
     read-only is also an *ask* in the permission stage (`check_permissions`).
     Interrupt: CANCEL; the
     process group is killed. A failing command aborts running sibling bash
-    calls (seed 003 §4.5.3).
+    calls (as in Claude Code).
 
     Every call runs in the OS sandbox (`Sandbox`): a call proven read-only
     (SAFE, so the gate may run it in parallel) runs read-only whatever the
@@ -199,11 +199,11 @@ class BashTool(Tool):
         del ctx
         if self.concurrency_for(args) is Concurrency.SAFE:
             return PermissionCheck()
-        command = str(args["command"])
+        command = ShellCommand(args["command"])
         return PermissionCheck(
             "ask",
-            f"bash: {command!r} is not provably read-only",
-            rule=f"bash({command})",
+            f"bash: {str(command)!r} is not provably read-only",
+            rules=_rules_for(command),
         )
 
     def access_for(self, args: dict[str, Any]) -> Access | None:
@@ -267,6 +267,27 @@ class BashTool(Tool):
             restored_note(confined.restored),
         ]
         return outcome, [note for note in notes if note]
+
+
+def _rules_for(command: ShellCommand) -> tuple[str, ...]:
+    """Allow rules covering every command the input runs (none if unparseable).
+
+    A command word that depends on an expansion can only be covered by a
+    prefix rule of the literal words before it (``bash(echo:*)``).
+    """
+    parts = command.parts()
+    if parts is None or not parts.exact:
+        return ()
+    rules: dict[str, None] = {}
+    for words in parts.exact:
+        if None in words:
+            head = words[: words.index(None)]
+            if not head:
+                return ()
+            rules[f"bash({' '.join(str(w) for w in head)}:*)"] = None
+        else:
+            rules[f"bash({' '.join(str(w) for w in words)})"] = None
+    return tuple(rules)
 
 
 _READ_ONLY_UNSET = frozenset({*GIT_READ_UNSET, "RIPGREP_CONFIG_PATH"})

@@ -75,7 +75,7 @@ class _FileChangeTool(Tool):
         del ctx
         rel = self.workspace.relative(self.workspace.resolve(args["path"]))
         return PermissionCheck(
-            "ask", f"{self.name} changes {rel}", rule=f"{self.name}(./{rel})"
+            "ask", f"{self.name} changes {rel}", rules=(f"{self.name}(./{rel})",)
         )
 
     def _access(self, args: dict[str, Any]) -> Access:
@@ -89,7 +89,7 @@ class EditTool(_FileChangeTool):
     change is written whole or not at all, by one rename).
 
     Refuses, with an error that says what to do: a file not read in this
-    session or changed on disk since (seed 000 §5 guard), a missing file, a
+    session or changed on disk since, a missing file, a
     binary file, `old_string` not found, or found more than once without
     `replace_all`. After the change the session knows the new content, so a
     following edit needs no re-read.

@@ -52,7 +52,7 @@ def _access(args: dict[str, Any]) -> Access:
 class WebFetchTool(Tool):
     """Fetch a web page or text document and return it as text.
 
-    SAFE; access: reads ``net:<host>`` (seed 000 §6: an idempotent external GET
+    SAFE; access: reads ``net:<host>`` (an idempotent external GET
     that touches nothing shared in the session; the read key tells the
     declaration audit it connects out, and never conflicts with another read). Interrupt: CANCEL.
 
@@ -114,7 +114,7 @@ class WebFetchTool(Tool):
         return PermissionCheck(
             "ask",
             f"web_fetch from {host}, a host not yet allowed",
-            rule=f"web_fetch(domain:{host})",
+            rules=(f"web_fetch(domain:{host})",),
         )
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
