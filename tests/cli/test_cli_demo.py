@@ -97,6 +97,8 @@ def test_the_readme_command_runs(tmp_path: Path) -> None:
     ):
         assert expected in done.stdout, expected
     (demo_dir,) = tmp_path.glob("toolweave-demo-*")
-    assert (demo_dir / "timeline.html").is_file() and (
-        demo_dir / "sessions.db"
-    ).is_file()
+    assert (demo_dir / "timeline.html").is_file()
+    # recorded where `toolweave sessions` looks (the default store), so the
+    # commands it suggests need no --store
+    home = Path(os.environ["TOOLWEAVE_HOME"])
+    assert (home / "sessions.db").is_file() and "--store" not in done.stdout

@@ -19,7 +19,14 @@ from ._config_cmd import render_config
 from ._demo import render_epilogue, render_summary, run_demo
 from ._demo_schedules import run_schedules_demo
 from ._help import Command, Group
-from ._session_run import RunOptions, open_store, resume_session, start_session
+from ._session_run import (
+    RunOptions,
+    default_store_path,
+    open_store,
+    resume_session,
+    start_session,
+    store_path,
+)
 from ._settings import load_settings
 from ._show import render_sessions, render_transcript
 from ._timeline import write_timeline
@@ -246,8 +253,13 @@ def sessions(
 ) -> None:
     """List stored sessions, newest first."""
     try:
-        db = open_store(store or load_settings(Path.cwd()).settings.store)
-        Console().print(render_sessions(db.list_sessions(limit=limit)))
+        db = open_store(
+            store or load_settings(Path.cwd()).settings.store, existing=True
+        )
+        console = Console()
+        console.print(
+            render_sessions(db.list_sessions(limit=limit), width=console.width)
+        )
         db.close()
     except (UsageError, StoreError) as exc:
         raise _fail(exc) from exc
@@ -265,7 +277,9 @@ def show(
 ) -> None:
     """Print a session's transcript."""
     try:
-        db = open_store(store or load_settings(Path.cwd()).settings.store)
+        db = open_store(
+            store or load_settings(Path.cwd()).settings.store, existing=True
+        )
         console = Console()
         for part in render_transcript(db, session, full=full):
             console.print(part)
@@ -286,13 +300,25 @@ def timeline(
     open_page: Annotated[
         bool, typer.Option("--open", help="Open it in a browser.")
     ] = False,
+    same_scale: Annotated[
+        bool,
+        typer.Option(
+            "--same-scale",
+            help="Draw every iteration on one time scale, so their lengths compare.",
+        ),
+    ] = False,
 ) -> None:
     """Write a self-contained HTML timeline of what ran in parallel."""
     try:
-        db = open_store(store or load_settings(Path.cwd()).settings.store)
+        db = open_store(
+            store or load_settings(Path.cwd()).settings.store, existing=True
+        )
         sid = db.find_session(session).id
         path, bars = write_timeline(
-            db, sid, output or Path(f"toolweave-timeline-{sid[:12]}.html")
+            db,
+            sid,
+            output or Path(f"toolweave-timeline-{sid[:12]}.html"),
+            same_scale=same_scale,
         )
         db.close()
     except (UsageError, StoreError, OSError) as exc:
@@ -326,7 +352,14 @@ def demo(
             "--dir", help="Where to create the workspace (default: a new temp dir)."
         ),
     ] = None,
-    store: StoreOpt = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Where to record the demo session (default: the database"
+            " `toolweave sessions` reads, ~/.toolweave/sessions.db).",
+        ),
+    ] = None,
 ) -> None:
     """A scripted coding session over a real git workspace, then the numbers.
 
@@ -338,13 +371,15 @@ def demo(
         return
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
-    result = anyio.run(
-        lambda: run_demo(
-            console, root=directory, store_path=Path(store) if store else None
-        )
-    )
+    try:
+        db = store_path(store or load_settings(Path.cwd()).settings.store)
+    except UsageError as exc:
+        raise _fail(exc) from exc
+    result = anyio.run(lambda: run_demo(console, root=directory, store_path=db))
     console.print(render_summary(result.stats))
-    console.print(render_epilogue(result), soft_wrap=True)
+    console.print(
+        render_epilogue(result, default=db == default_store_path()), soft_wrap=True
+    )
     if result.finished is None:
         raise typer.Exit(130)
 

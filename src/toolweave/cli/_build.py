@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .._exceptions import ConfigError
 from ..execution import AskHandler, Hooks, PermissionMode, PermissionRules
-from ..loop import AgentConfig, PriceTable
+from ..loop import AgentConfig, PriceTable, unpriced_model
 from ..messages import ToolCall, Usage
 from ..models import Model, resolve_model
 from ..scheduling import ConcurrencyConfig, classify
@@ -25,6 +25,7 @@ __all__ = [
     "describe_access",
     "mcp_configs",
     "pricer",
+    "warning_words",
 ]
 
 NO_MODEL_HELP = (
@@ -178,6 +179,25 @@ def describe_access(registry: ToolRegistry) -> AccessDescriber:
         return AccessRecord(access.reads, access.writes)
 
     return describe
+
+
+def warning_words(model_spec: str) -> Callable[[str], str | None]:
+    """How the terminal says a run's warnings for a run of `model_spec`.
+
+    An unpriced model is said once, in the CLI's words; for scripted and
+    local (openai-compatible) models, which cost nothing, it is not said.
+    """
+    free = model_spec.startswith(("scripted", "openai-compatible:"))
+
+    def say(message: str) -> str | None:
+        model = unpriced_model(message)
+        if model is None:
+            return message
+        if free:
+            return None
+        return f"no price known for {model}: its cost is shown as $0"
+
+    return say
 
 
 def pricer(table: PriceTable | None = None) -> Pricer:

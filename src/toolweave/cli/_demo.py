@@ -171,12 +171,18 @@ async def run_demo(
         store.close()
 
 
-def render_epilogue(result: DemoResult) -> RenderableType:
-    """Where to look next: the timeline page and the stored session."""
-    sid, store = result.session_id[:12], result.store_path
+def render_epilogue(result: DemoResult, *, default: bool = False) -> RenderableType:
+    """Where to look next: the timeline page and the stored session.
+
+    `default`: the session is in the default store, so the commands need no
+    ``--store``.
+    """
+    sid = result.session_id[:12]
+    where = "" if default else f" --store {escape(str(result.store_path))}"
     return Text.from_markup(
         f"Timeline of what ran in parallel: [bold]file://{escape(str(result.timeline))}[/]\n"
-        f"[dim]Session stored: toolweave show {sid} --store {escape(str(store))}"
-        f" · toolweave timeline {sid} --store {escape(str(store))}\n"
+        f"[dim]Session stored in {escape(str(result.store_path))}:"
+        f" toolweave show {sid}{where} · toolweave timeline {sid}{where}"
+        f" · toolweave sessions{where}\n"
         'Try it on your code: toolweave run "your task" --model anthropic:claude-sonnet-4-5[/]'
     )

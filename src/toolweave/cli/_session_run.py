@@ -12,6 +12,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
+from .._exceptions import UsageError
 from ..events import FileRead
 from ..loop import Agent
 from ..messages import Message
@@ -33,6 +34,7 @@ from ._build import (
     describe_access,
     mcp_configs,
     pricer,
+    warning_words,
 )
 from ._drive import DriveResult, drive_run, exit_code
 from ._output import JsonOutput, LiveOutput, RunOutput
@@ -47,6 +49,7 @@ __all__ = [
     "open_store",
     "resume_session",
     "start_session",
+    "store_path",
 ]
 
 
@@ -87,11 +90,27 @@ def default_store_path() -> Path:
     return toolweave_home() / "sessions.db"
 
 
-def open_store(store: str | None) -> SQLiteSessionStore:
-    """The session store at `store`, or the default one."""
-    return SQLiteSessionStore(
-        Path(store).expanduser() if store else default_store_path()
-    )
+def store_path(store: str | None) -> Path:
+    """Where the session store named `store` (None = the default one) lives."""
+    return Path(store).expanduser() if store else default_store_path()
+
+
+def open_store(store: str | None, *, existing: bool = False) -> SQLiteSessionStore:
+    """The session store at `store`, or the default one.
+
+    With `existing` (commands that read sessions), a named store must already
+    exist: a mistyped ``--store`` is an error, not a new empty database.
+
+    Raises:
+        UsageError: `existing` and no database is at the named path.
+    """
+    path = store_path(store)
+    if existing and store and not path.is_file():
+        raise UsageError(
+            f"no session database at {path}; check --store (or `store` in"
+            " toolweave.toml). Without it, the default store is used."
+        )
+    return SQLiteSessionStore(path)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -174,7 +193,7 @@ async def _launch_async(launch: _Launch) -> DriveResult:
         registry = await _tools(stack, launch)
         describe = describe_access(registry)
         if isinstance(output, LiveOutput):
-            output.tracker = TurnTracker(describe)
+            output.tracker = TurnTracker(describe, say=warning_words(launch.model_spec))
             output.audit = launch.loaded.settings.audit
         agent = _agent(launch, registry, output, console)
         sid = launch.session.id
@@ -302,7 +321,8 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
     used unless one is given or configured.
     """
     store = open_store(
-        load_settings(options.cwd, overrides=options.overrides()).settings.store
+        load_settings(options.cwd, overrides=options.overrides()).settings.store,
+        existing=True,
     )
     try:
         stored = store.find_session(session_id)

@@ -49,38 +49,52 @@ def _ago(wall: float) -> str:
     return f"{int(seconds)}s ago"
 
 
-def render_sessions(sessions: list[SessionInfo]) -> RenderableType:
-    """A table of sessions, newest first."""
+_WIDE = 120
+"""Below this many columns, `sessions` shows only what identifies a session."""
+
+
+def render_sessions(
+    sessions: list[SessionInfo], *, width: int = _WIDE
+) -> RenderableType:
+    """A table of sessions, newest first, fitted to `width` columns.
+
+    Narrow terminals get the id prefix (enough for `show`/`resume`), age,
+    status and the title; the title, never the id, is what gets cut.
+    """
     if not sessions:
         return Text(
             'No sessions yet. Try `toolweave demo` or `toolweave run "a task"`.'
         )
+    wide = width >= _WIDE
+    headers = ["id", "updated", "status"]
+    if wide:
+        headers += ["runs", "msgs", "tokens", "cost", "model"]
+    rows = [_session_cells(s, wide=wide) for s in sessions]
     table = Table(show_edge=False, header_style="bold")
-    for name in (
-        "id",
-        "updated",
-        "status",
-        "runs",
-        "msgs",
-        "tokens",
-        "cost",
-        "model",
-        "title",
-    ):
-        table.add_column(name, no_wrap=name != "title")
-    for s in sessions:
-        table.add_row(
-            s.id[:12],
-            _ago(s.updated_wall),
-            Text(s.status, style=_STATUS_STYLES.get(s.status, "")),
+    for index, name in enumerate(headers):
+        longest = max(len(name), *(len(str(row[index])) for row in rows))
+        table.add_column(name, no_wrap=True, min_width=longest)
+    table.add_column("title", no_wrap=True, overflow="ellipsis")
+    for row, s in zip(rows, sessions, strict=True):
+        table.add_row(*row, " ".join(s.title.split()))
+    return table
+
+
+def _session_cells(s: SessionInfo, *, wide: bool) -> list[str | Text]:
+    cells: list[str | Text] = [
+        s.id[:12] if wide else s.id[:8],
+        _ago(s.updated_wall),
+        Text(s.status, style=_STATUS_STYLES.get(s.status, "")),
+    ]
+    if wide:
+        cells += [
             str(s.runs),
             str(s.messages),
             f"{s.usage.total_tokens:,}",
             f"${s.cost:.4f}",
             s.model,
-            s.title,
-        )
-    return table
+        ]
+    return cells
 
 
 def _preview(text: str, full: bool) -> str:

@@ -2,9 +2,9 @@
 
 One section per iteration: the model's streaming interval on top, then one lane
 per tool call with a bar from its start to its end, coloured by outcome (the
-wait before it started drawn faintly), and the batch's makespan against serial
-execution and the dependency lower bound. Inline SVG, CSS and a few lines of
-JS; it loads nothing from the network.
+wait before it started drawn as a dashed box), and the batch's makespan against
+serial execution and the dependency lower bound. The legend explains every
+mark. Inline SVG, CSS and a few lines of JS; it loads nothing from the network.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ svg{display:block} text{font:12px ui-monospace,Menlo,Consolas,monospace;fill:#34
 .synthetic,.skipped{fill:#adb5bd;stroke-dasharray:2 2} .lost{fill:#f08c00;stroke-dasharray:4 2}
 .discarded{fill:#e9ecef} .running,.waiting{fill:#fab005}
 .bar.focus{stroke:#000;stroke-width:2} .bar.hl{stroke:#1c7ed6;stroke-width:3}
-.legend span{display:inline-block;margin-right:14px}
-.legend i{display:inline-block;width:14px;height:10px;margin-right:4px;vertical-align:middle}
+.legend span.entry{display:inline-block;margin:0 14px 4px 0}
+.legend svg{display:inline-block;margin-right:4px;vertical-align:middle}
+.legend .hint{color:#868e96;display:block;margin-top:2px}
 table.runs{border-collapse:collapse;margin:8px 0}
 table.runs td,table.runs th{padding:2px 10px;text-align:left;border-bottom:1px solid #eee}
 """
@@ -59,12 +60,30 @@ document.querySelectorAll('rect.bar').forEach(function(bar){
 """
 
 _LEGEND = (
-    ("ok", "#2f9e44", "succeeded"),
-    ("error", "#e03131", "failed"),
-    ("synthetic", "#adb5bd", "synthetic (not run / cut short)"),
-    ("lost", "#f08c00", "interrupted, outcome unknown"),
-    ("model", "#748ffc", "model streaming"),
+    ("bar ok", "succeeded"),
+    ("bar error", "failed"),
+    (
+        "wait",
+        "waiting to start: admitted, held back by a call it conflicts with or a cap",
+    ),
+    ("bar running", "still running or waiting when the session was last seen"),
+    ("bar synthetic", "synthetic result: never started, or cut short (dashed)"),
+    ("bar lost", "interrupted, outcome unknown (the process died)"),
+    ("bar discarded", "discarded attempt: its response was retried"),
+    ("model", "model streaming its response"),
+    ("first-chunk", "the model's first chunk arrived"),
 )
+"""Every mark the page draws, drawn with the page's own classes, and what it means."""
+
+
+def _legend_entry(css_class: str, text: str) -> str:
+    if css_class == "first-chunk":
+        mark = '<line class="first-chunk" x1="7" y1="0" x2="7" y2="12"/>'
+    else:
+        mark = f'<rect class="{css_class}" x="1" y="1" width="24" height="10"/>'
+    return (
+        f'<span class="entry"><svg width="26" height="12">{mark}</svg>{_e(text)}</span>'
+    )
 
 
 _LANE_NOTES = {
@@ -176,7 +195,9 @@ def _call_lane(
     )
 
 
-def _section(group: IterationGroup, multiple_runs: bool) -> Iterator[str]:
+def _section(
+    group: IterationGroup, multiple_runs: bool, span: float | None = None
+) -> Iterator[str]:
     s = group.stats
     title = (
         f"Run {group.run} · iteration {group.iteration}"
@@ -194,9 +215,13 @@ def _section(group: IterationGroup, multiple_runs: bool) -> Iterator[str]:
         f'<section class="iteration" data-run="{group.run}" data-iteration="{group.iteration}">'
         f'<h2>{_e(title)}<span class="stats">{stats}</span></h2>'
     )
-    scale = _Scale(group.bounds)
+    start, end = group.bounds
+    scale = _Scale((start, end if span is None else start + span))
     height = AXIS_H + (len(group.bars) + 1) * LANE_H + 6
-    yield f'<svg width="{LABEL_W + CHART_W + 20}" height="{height}" role="img">'
+    yield (
+        f'<svg width="{LABEL_W + CHART_W + 20}" height="{height}" role="img"'
+        f' data-span="{scale.t1 - scale.t0:.6f}">'
+    )
     yield from _axis(scale, height)
     yield from _model_lane(group, scale)
     for row, bar in enumerate(group.bars):
@@ -218,18 +243,35 @@ def _runs_table(runs: list[RunInfo]) -> str:
 
 
 def render_timeline(
-    session: SessionInfo, runs: list[RunInfo], groups: list[IterationGroup]
+    session: SessionInfo,
+    runs: list[RunInfo],
+    groups: list[IterationGroup],
+    *,
+    same_scale: bool = False,
 ) -> str:
-    """The HTML page (a string); see the module docstring."""
+    """The HTML page (a string); see the module docstring.
+
+    `same_scale` draws every iteration with the same seconds per pixel (the
+    longest iteration fills the width), so their lengths can be compared;
+    otherwise each iteration fills the width.
+    """
     busy = [g for g in groups if g.bars]
     wall = sum(g.stats.makespan for g in busy)
     serial = sum(g.stats.serial for g in busy)
     ideal = sum(g.stats.ideal for g in busy)
     calls = sum(len(g.bars) for g in groups)
-    legend = "".join(
-        f'<span><i style="background:{c}"></i>{_e(t)}</span>' for _, c, t in _LEGEND
+    span = max((g.bounds[1] - g.bounds[0] for g in groups), default=None)
+    span = span if same_scale else None
+    scale_note = (
+        "every iteration is drawn on one time scale"
+        if same_scale
+        else "each iteration fills the width (--same-scale: one time scale for all)"
     )
-    body = "".join(part for g in groups for part in _section(g, len(runs) > 1))
+    legend = "".join(_legend_entry(c, t) for c, t in _LEGEND) + (
+        '<span class="hint">hover a bar to outline the calls it overlapped · '
+        f"{scale_note}</span>"
+    )
+    body = "".join(part for g in groups for part in _section(g, len(runs) > 1, span))
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>toolweave timeline · {_e(session.title)}</title>"
@@ -238,13 +280,13 @@ def render_timeline(
         f" · {_e(session.workspace)}"
         f" · {_e(session.status)} · {calls} tool calls · tool time {fmt_seconds(wall)} wall"
         f" vs {fmt_seconds(serial)} serial (lower bound {fmt_seconds(ideal)})</div>"
-        f'<div class="legend">{legend}</div>{_runs_table(runs)}{body}'
+        f'<div class="legend" id="legend">{legend}</div>{_runs_table(runs)}{body}'
         f"<script>{_JS}</script></body></html>"
     )
 
 
 def write_timeline(
-    store: SessionStore, session_id: str, path: Path
+    store: SessionStore, session_id: str, path: Path, *, same_scale: bool = False
 ) -> tuple[Path, int]:
     """Write the timeline of a session to `path`; returns the path and the number of bars.
 
@@ -254,6 +296,8 @@ def write_timeline(
     """
     session = store.find_session(session_id)
     groups = load_groups(store, session.id)
-    page = render_timeline(session, store.runs(session.id), groups)
+    page = render_timeline(
+        session, store.runs(session.id), groups, same_scale=same_scale
+    )
     path.write_text(page, encoding="utf-8")
     return path, sum(len(g.bars) for g in groups)

@@ -87,12 +87,17 @@ class TurnTracker:
 
     Args:
         describe: What a call declares it touches (for the lower bound).
+        say: Rewords a run's warning for the terminal; None drops it.
     """
 
     def __init__(
-        self, describe: Callable[[ToolCall], AccessRecord | None] | None = None
+        self,
+        describe: Callable[[ToolCall], AccessRecord | None] | None = None,
+        *,
+        say: Callable[[str], str | None] | None = None,
     ) -> None:
         self._describe = describe
+        self._say = say
         self.turns: list[Turn] = []
         """Every turn so far; the last is the current one."""
         self.origin: float | None = None
@@ -150,7 +155,9 @@ class TurnTracker:
                 f"retry {event.attempt}: {event.error} (in {event.delay:.1f} s)"
             )
         elif isinstance(event, WarningEvent):
-            self._turn().notes.append(event.message)
+            text = event.message if self._say is None else self._say(event.message)
+            if text:
+                self._turn().notes.append(text)
         elif isinstance(event, DeclarationViolation):
             self._violation(event)
 

@@ -22,6 +22,7 @@ from ._records import SessionStatus as SessionStatus
 from ._records import load_records as load_records
 from ._scripted import SCRIPTED_PREFIX as SCRIPTED_PREFIX
 from ._scripted import model_from_spec as model_from_spec
+from ._scripted import scripted_model as scripted_model
 from ._scripted import scripted_spec as scripted_spec
 from ._session import SessionSettings as SessionSettings
 from ._session import ToolsFactory as ToolsFactory
@@ -64,5 +65,6 @@ __all__ = [
     "ray_task_options",
     "ray_tools",
     "run_batch",
+    "scripted_model",
     "scripted_spec",
 ]

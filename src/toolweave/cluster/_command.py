@@ -11,8 +11,11 @@ from typing import Annotated
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .._exceptions import StoreError, UsageError
+from ..execution import PermissionMode
+from ..loop import AgentConfig
 from ..sessions import SessionStore, SQLiteSessionStore
 from ._batch import run_batch
 from ._progress import batch_progress, describe_statistics
@@ -49,8 +52,24 @@ ModelOpt = Annotated[
 ]
 ToolsOpt = Annotated[
     str | None,
-    typer.Option("--tools", help="'coding' (built-in tools) or 'module:function'."),
+    typer.Option(
+        "--tools",
+        help="Required: 'coding' (the built-in coding tools over each task's"
+        " workspace), 'module:function' (a factory of tools), or 'none'.",
+    ),
 ]
+ModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--permission-mode",
+        help="default, accept_edits, bypass or plan. Nobody is asked in a batch:"
+        " an ask is denied unless the mode or a rule allows the call.",
+    ),
+]
+NO_TOOLS_HELP = (
+    "say which tools the sessions get: --tools coding (the built-in coding tools"
+    " over each task's workspace), --tools module:function, or --tools none"
+)
 SessionsOpt = Annotated[
     int, typer.Option("--max-sessions", "-j", min=1, help="Sessions at once.")
 ]
@@ -123,16 +142,25 @@ def make_batch_command(
         store: StoreOpt = None,
         no_store: NoStoreOpt = False,
         progress: ProgressOpt = True,
+        permission_mode: ModeOpt = "default",
     ) -> None:
         """Run one agent session per line of TASKS; re-running skips what is done."""
         console = Console(stderr=True)
+        try:
+            config = AgentConfig(permission_mode=PermissionMode(permission_mode))
+            if tools is None:
+                raise UsageError(NO_TOOLS_HELP)
+        except (UsageError, ValueError) as exc:
+            console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+            raise typer.Exit(2) from exc
         target = output or default_output_path(tasks)
         run = partial(
             run_batch,
             tasks,
             output=target,
             model=model,
-            tools=tools,
+            tools=None if tools == "none" else tools,
+            config=config,
             max_sessions=max_sessions,
             ray=ray,
             ray_address=ray_address,

@@ -1,4 +1,19 @@
-"""``scripted:<json>`` model specs: a ScriptedModel described as data, built where it runs."""
+"""Model scripts as data: the one format of ``--scripted FILE`` and ``scripted:<json>`` specs.
+
+A script is a JSON list of steps, or ``{"name": ..., "steps": [...]}``. Each
+step is one model response::
+
+    {"text": "Let me look.",
+     "tool_calls": [{"id": "c1", "name": "read", "input": {"path": "a.txt"}}],
+     "usage": {"input_tokens": 100, "output_tokens": 20},   # or [100, 20]
+     "stop": "tool_use",                                     # or "stop_reason"
+     "delay": 0.0, "chunk_delay": 0.0, "text_chunk_chars": null}
+
+or a failure ``{"error": "message", "kind": "bad_request" | "server"}``.
+``stop`` defaults to ``tool_use`` when the step has tool calls, else
+``end_turn``; a call without an id gets ``call_<n>``. ``first_chunk_delay`` is
+another spelling of ``delay``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +25,7 @@ from .._exceptions import BadRequestError, ConfigError, ModelError, ModelServerE
 from ..messages import ModelResponse, StopReason, Text, ToolCall, Usage
 from ..models import Model, ScriptedModel, ScriptStep, resolve_model
 
-__all__ = ["SCRIPTED_PREFIX", "model_from_spec", "scripted_spec"]
+__all__ = ["SCRIPTED_PREFIX", "model_from_spec", "scripted_model", "scripted_spec"]
 
 SCRIPTED_PREFIX = "scripted:"
 """Model specs starting with this hold a JSON script (tests, benchmarks, demos)."""
@@ -21,19 +36,28 @@ _ERRORS: Mapping[str, type[ModelError]] = {
 }
 _STEP_KEYS = frozenset(
     {"text", "tool_calls", "usage", "stop", "delay", "error", "kind"}
+    | {"stop_reason", "first_chunk_delay", "chunk_delay", "text_chunk_chars"}
 )
+_ALIASES = {"stop_reason": "stop", "first_chunk_delay": "delay"}
+
+
+def _count(raw: object) -> bool:
+    return isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0
 
 
 def _usage(raw: object) -> Usage:
     if raw is None:
         return Usage()
-    if (
-        isinstance(raw, list)
-        and len(raw) == 2
-        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in raw)
-    ):
+    if isinstance(raw, dict) and set(raw) <= {"input_tokens", "output_tokens"}:
+        counts = [raw.get("input_tokens", 0), raw.get("output_tokens", 0)]
+        if all(_count(n) for n in counts):
+            return Usage(counts[0], counts[1], requests=1)
+    if isinstance(raw, list) and len(raw) == 2 and all(_count(n) for n in raw):
         return Usage(raw[0], raw[1], requests=1)
-    raise ConfigError(f"'usage' must be [input_tokens, output_tokens], got {raw!r}")
+    raise ConfigError(
+        "'usage' must be [input_tokens, output_tokens] or"
+        f' {{"input_tokens": n, "output_tokens": n}}, got {raw!r}'
+    )
 
 
 def _call(raw: object, index: int) -> ToolCall:
@@ -59,22 +83,46 @@ def _response(raw: Mapping[str, Any]) -> ModelResponse:
     return ModelResponse(blocks, stop, _usage(raw.get("usage")))
 
 
-def _step(raw: object) -> ScriptStep:
+def _seconds(raw: Mapping[str, Any], key: str) -> float:
+    value = raw.get(key, 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"'{key}' must be seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def _canonical(raw: object) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(f"a script step must be an object, got {raw!r}")
     unknown = sorted(set(raw) - _STEP_KEYS)
     if unknown:
         raise ConfigError(f"unknown script step key(s) {unknown}")
-    delay = raw.get("delay", 0.0)
-    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
-        raise ConfigError(f"'delay' must be seconds >= 0, got {delay!r}")
-    if "error" in raw:
-        kind = raw.get("kind", "bad_request")
+    step: dict[str, Any] = {}
+    for key, value in raw.items():
+        step[_ALIASES.get(str(key), str(key))] = value
+    if len(step) < len(raw):
+        raise ConfigError(f"a script step spells one key two ways: {sorted(raw)}")
+    return step
+
+
+def _step(raw: object) -> ScriptStep:
+    step = _canonical(raw)
+    delay = _seconds(step, "delay")
+    chunk_delay = _seconds(step, "chunk_delay")
+    chars = step.get("text_chunk_chars")
+    if chars is not None and not (_count(chars) and chars >= 1):
+        raise ConfigError(f"'text_chunk_chars' must be a count >= 1, got {chars!r}")
+    if "error" in step:
+        kind = step.get("kind", "bad_request")
         if kind not in _ERRORS:
             raise ConfigError(f"unknown error kind {kind!r}; known: {sorted(_ERRORS)}")
-        error = _ERRORS[kind](str(raw["error"]))
+        error = _ERRORS[kind](str(step["error"]))
         return ScriptStep(ModelResponse(()), first_chunk_delay=delay, error=error)
-    return ScriptStep(_response(raw), first_chunk_delay=delay)
+    return ScriptStep(
+        _response(step),
+        first_chunk_delay=delay,
+        chunk_delay=chunk_delay,
+        text_chunk_chars=chars,
+    )
 
 
 def _scripted(text: str) -> ScriptedModel:
@@ -82,6 +130,15 @@ def _scripted(text: str) -> ScriptedModel:
         data: object = json.loads(text)
     except ValueError as exc:
         raise ConfigError(f"scripted model: invalid JSON: {exc}") from exc
+    return scripted_model(data)
+
+
+def scripted_model(data: object) -> ScriptedModel:
+    """The ScriptedModel a parsed script describes (format in the module doc).
+
+    Raises:
+        ConfigError: for anything that is not a script.
+    """
     name = "scripted"
     if isinstance(data, dict):
         name = str(data.get("name", name))
@@ -94,10 +151,8 @@ def _scripted(text: str) -> ScriptedModel:
 def model_from_spec(spec: str) -> Model:
     """The model a batch spec names: ``scripted:<json>`` here, anything else `resolve_model`.
 
-    A script is a JSON list of steps (or ``{"name": ..., "steps": [...]}``);
-    each step is one model response: ``{"text": ..., "tool_calls": [{"id",
-    "name", "input"}], "usage": [in, out], "stop": "end_turn", "delay": s}``,
-    or a failure ``{"error": "message", "kind": "bad_request" | "server"}``.
+    The script is the same format ``toolweave run --scripted FILE`` reads (see
+    the module doc).
 
     Raises:
         ConfigError: for a spec or script it cannot use.

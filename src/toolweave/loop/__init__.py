@@ -23,6 +23,7 @@ from ._cost import CostTracker as CostTracker
 from ._cost import ModelCost as ModelCost
 from ._cost import ModelPrice as ModelPrice
 from ._cost import PriceTable as PriceTable
+from ._cost import unpriced_model as unpriced_model
 from ._guards import RepeatFailureWatcher as RepeatFailureWatcher
 from ._guards import StalledIterationGuard as StalledIterationGuard
 from ._result import RunResult as RunResult
@@ -71,5 +72,6 @@ __all__ = [
     "refreshes",
     "subagent",
     "transcript_problems",
+    "unpriced_model",
     "validate_transcript",
 ]

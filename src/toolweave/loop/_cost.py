@@ -1,4 +1,4 @@
-"""Cost: a price table per model and the per-model accounting of a run (seed 002 §7)."""
+"""Cost: a price table per model and the per-model accounting of a run."""
 
 from __future__ import annotations
 
@@ -20,7 +20,23 @@ __all__ = [
     "ModelPrice",
     "PriceTable",
     "enclosing_costs",
+    "unpriced_model",
 ]
+
+_UNPRICED = "no price known for model {model!r}; its cost is counted as $0"
+
+
+def unpriced_model(message: str) -> str | None:
+    """The model a `Warning` of an unpriced model names, or None for other warnings.
+
+    Lets a front end (the CLI) say it in its own words, or not at all for
+    models that cost nothing (scripted, local).
+    """
+    head, sep, rest = message.partition("no price known for model ")
+    if head or not sep:
+        return None
+    name, quote, _ = rest[1:].partition(rest[:1])
+    return name if quote and rest[:1] in "'\"" else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +253,7 @@ class CostTracker:
         if before is None:
             self._by_model[model] = ModelCost(usage, cost, priced=price is not None)
             if price is None:
-                return (
-                    f"no price known for model {model!r}; its cost is counted as $0"
-                    " (add it to AgentConfig.prices)"
-                )
+                return _UNPRICED.format(model=model) + " (add it to AgentConfig.prices)"
             return None
         self._by_model[model] = ModelCost(
             before.usage + usage, before.cost + cost, priced=before.priced
