@@ -260,7 +260,7 @@ class CompactBoundary:
 
 @dataclass(frozen=True, slots=True)
 class LoopTransition:
-    """The loop moved to its next step for a stated reason (seed 002 §8)."""
+    """The loop moved to its next step for a stated reason."""
 
     reason: str
     """A short machine-readable reason, such as ``"tool_use"`` or ``"max_tokens_recovery"``."""

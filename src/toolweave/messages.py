@@ -29,7 +29,7 @@ __all__ = [
 
 
 class StopReason(enum.Enum):
-    """Why the model stopped generating, in provider-neutral terms (seed 002 §2.1).
+    """Why the model stopped generating, in provider-neutral terms.
 
     Never trust it to decide whether a response is final: a response is final
     when it holds no tool calls.

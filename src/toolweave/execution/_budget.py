@@ -1,4 +1,4 @@
-"""Result budgets: the per-tool threshold and the per-batch aggregate (seed 003 §4.6)."""
+"""Result budgets: the per-tool threshold and the per-batch aggregate (as in Claude Code)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ class ExecutionConfig:
     default_timeout: float | None = 120.0
     """Seconds a call may run when its tool sets no `timeout`; None = no limit."""
     max_result_chars: int = 50_000
-    """Global cap of the per-tool persistence threshold (seed 003 §4.6.1)."""
+    """Global cap of the per-tool persistence threshold (as in Claude Code)."""
     batch_result_chars: int = 200_000
     """Aggregate budget of one batch's results, enforced by `finish_batch` (§4.6.2)."""
     preview_chars: int = 2_000

@@ -139,7 +139,7 @@ def decide_permission(
 ) -> PermissionDecision:
     """Decide whether a call may run. Pure: same inputs, same decision.
 
-    Precedence, first match wins (seed 003 §4.4.4, fail closed):
+    Precedence, first match wins (fail closed):
 
     1. Deny: a deny rule, a hook's deny, the tool's deny, or PLAN with a call
        that is not read-only.

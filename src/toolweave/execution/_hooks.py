@@ -120,7 +120,7 @@ class PostToolUseDecision:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StopInput:
-    """What a stop hook sees: the model gave a final answer (seed 003 §4.7)."""
+    """What a stop hook sees: the model gave a final answer (as in Claude Code)."""
 
     output: str
     """The final answer's text."""

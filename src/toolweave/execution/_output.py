@@ -35,7 +35,7 @@ class ToolOutput:
 
     The runner maps `content` like any other output and copies the modifier into
     `ToolResult.context_modifier`; the Dispatcher applies it (after a concurrent
-    batch in call order, at once on the sequential path; seed 003 §4.3.1).
+    batch in call order, at once on the sequential path).
     """
 
     content: object
@@ -45,7 +45,7 @@ class ToolOutput:
 
 
 def empty_placeholder(tool_name: str) -> str:
-    """The text that stands in for an empty result (seed 003 §4.6.3)."""
+    """The text that stands in for an empty result (as in Claude Code)."""
     return f"({tool_name} completed with no output)"
 
 

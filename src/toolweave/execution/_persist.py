@@ -25,7 +25,7 @@ def make_preview(text: str, limit: int) -> str:
     """The first `limit` characters of `text`, cut at a line end if one is near.
 
     The cut is the last newline that leaves between 50 % and 100 % of `limit`
-    (seed 003 §4.6.1), so the preview does not end mid-line; with no newline
+    (as in Claude Code), so the preview does not end mid-line; with no newline
     in that window it is cut at exactly `limit`.
     """
     if len(text) <= limit:
@@ -120,7 +120,7 @@ class ReplacementLedger:
     by the provider's id alone: models repeat ids, and a later call must not be
     shown an earlier call's preview.
 
-    Sticky (seed 003 §4.6.2): once a result was replaced, every later request
+    Sticky (as in Claude Code): once a result was replaced, every later request
     shows the same text, so the prompt prefix (and its cache) never changes.
     Used only from the event-loop thread; not locked.
     """

@@ -72,7 +72,7 @@ class RunnerStatistics:
 class ToolRunner:
     """Runs one tool call through its lifecycle; the `runner` a Dispatcher is given.
 
-    Stages, in order (seed 003 §4.4): lookup (aliases; an unknown name is told
+    Stages, in order (as in Claude Code): lookup (aliases; an unknown name is told
     the closest known tools) → schema validation → the tool's `validate_input`
     → PreToolUse hooks (a rewrite is validated again) → permission decision
     (`decide_permission`; ask → the ask handler, none = deny) → the call under
@@ -137,7 +137,7 @@ class ToolRunner:
 
         `ref` is the call's `ToolCall.ref`: its key when the loop set one, else its
         id. Re-render history with it: once replaced, a result must look the same
-        in every later request (prompt-cache stability, seed 003 §4.6.2).
+        in every later request (prompt-cache stability).
         """
         return self._ledger.get(ref)
 

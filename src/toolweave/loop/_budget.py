@@ -1,4 +1,4 @@
-"""Budgets: hard stops (tokens, wall clock, USD) and the soft compaction hint (seed 002 §4, §7)."""
+"""Budgets: hard stops (tokens, wall clock, USD) and the soft compaction hint."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class BudgetTracker:
 
     Hard limits are checked first and any of them stops the run; only if none
     is hit may the soft compaction threshold ask for compaction — a run that
-    must stop is never prolonged by compacting it (seed 002 §4). A limit of None
+    must stop is never prolonged by compacting it. A limit of None
     is unlimited.
     """
 

@@ -1,7 +1,7 @@
 """Compaction: summarise older turns with the model; drop the oldest rounds as a last resort.
 
 Both keep every tool_use/tool_result pair intact and leave a transcript the
-provider accepts (seed 002 §3, §4, §9).
+provider accepts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""AgentConfig: every knob of a run, each with a safe default (seed 002 §12)."""
+"""AgentConfig: every knob of a run, each with a safe default."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ class AgentConfig:
     retry: RetryPolicy | None = None
     """Backoff, Retry-After clamp and fallback threshold of model calls; None = defaults."""
     fallback_models: Sequence[Model | str] = ()
-    """Models to switch to when the agent's model keeps failing (seed 002 §10)."""
+    """Models to switch to when the agent's model keeps failing."""
     audit: AuditMode = "off"
     """The declaration audit of in-process tool calls: ``"off"`` (no hook installed),
     ``"warn"`` (a `DeclarationViolation` event per write, process start or connect

@@ -1,4 +1,4 @@
-"""Context assembly: environment, git and directory providers, routed by kind (seed 002 §6).
+"""Context assembly: environment, git and directory providers, routed by kind.
 
 A provider declares how often it runs through its `kind` attribute: SYSTEM (or
 no attribute) runs once per run and its blocks fold into the cacheable system
@@ -144,7 +144,7 @@ class GitContext:
     """The git branch (or detached HEAD) read from ``.git`` files — no process is started.
 
     Gives nothing outside a repository. Only what ``.git/HEAD`` and the refs
-    say is known: branch and commit, not uncommitted changes (seed 002 §6).
+    say is known: branch and commit, not uncommitted changes.
     Refreshed by default: re-read before every model call, so a commit or a
     branch switch made by a tool reaches the model as a reminder.
     """
@@ -172,7 +172,7 @@ class GitContext:
 @final
 @dataclass(frozen=True, slots=True)
 class DirectorySummaryContext:
-    """The top-level entries of the workspace, cut at `max_entries` (seed 002 §6)."""
+    """The top-level entries of the workspace, cut at `max_entries`."""
 
     kind: ContextKind = ContextKind.ATTACHMENT
     """Where the block goes."""

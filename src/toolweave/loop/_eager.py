@@ -1,6 +1,6 @@
 """EagerBatch: start a response's early tool calls when — and only when — it can matter.
 
-Streaming overlap (seed 002 §11) starts SAFE calls while the response still
+Streaming overlap starts SAFE calls while the response still
 streams. On one event loop a started call can only run while the loop's task
 *waits* for the model; if the rest of the response is already buffered, the
 call could not have run any earlier than after the response. So the

@@ -1,4 +1,4 @@
-"""How a run ends: final answers, stop hooks (seed 003 §4.7), and the result (seed 002 §8.1)."""
+"""How a run ends: final answers, stop hooks (as in Claude Code), and the result."""
 
 from __future__ import annotations
 

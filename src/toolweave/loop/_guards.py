@@ -1,4 +1,4 @@
-"""Guards against death spirals: stalled iterations (seed 002 §5), repeated failures (seed 004)."""
+"""Guards against death spirals: stalled iterations, repeated failures (as in OpenClaw)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def _key(call: ToolCall) -> tuple[str, str]:
 
 @final
 class RepeatFailureWatcher:
-    """Refuses a call that already failed the same way `limit` times (seed 004 watcher).
+    """Refuses a call that already failed the same way `limit` times (as in OpenClaw).
 
     "The same way" means the same tool name, the same arguments (compared as
     canonical JSON) and the same error text. A success for those arguments, or

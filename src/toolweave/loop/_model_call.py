@@ -4,7 +4,7 @@ With streaming overlap, each complete tool call is offered to the iteration's
 `EagerBatch` the moment its TOOL_USE_READY chunk arrives; it decides when the
 Dispatcher's streaming batch opens (see `_eager`). When the gateway
 (`RetryingModel`) restarts a stream that died mid-way, the dead attempt's early
-calls are discarded — nothing of them is ever harvested (seed 002 §11.2).
+calls are discarded — nothing of them is ever harvested.
 
 Every tool call gets its `ToolCall.key` here, as it arrives: ``"<iteration>.
 <position>"``, its position counted among the calls of this attempt; a stream the

@@ -1,8 +1,8 @@
 """Keeping the conversation inside the context window: auto-compaction and prompt-too-long recovery.
 
-Auto-compaction (seed 002 §4) runs when the budget says SHOULD_COMPACT and has a
+Auto-compaction runs when the budget says SHOULD_COMPACT and has a
 circuit breaker: after `compaction_max_failures` failures in a row it stays off
-for the rest of the run. Prompt-too-long recovery (seed 002 §3, two tiers)
+for the rest of the run. Prompt-too-long recovery (two tiers)
 first summarises, and only if that fails drops the oldest rounds; the call is
 then retried once.
 """

@@ -1,4 +1,4 @@
-"""The loop's typed states: each step function takes one and returns the next (seed 002 §8)."""
+"""The loop's typed states: each step function takes one and returns the next."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sub-agents: a tool that runs a child Agent as one call (seed 004 fan-out/fan-in).
+"""Sub-agents: a tool that runs a child Agent as one call (as in OpenClaw).
 
 A sub-agent call claims the union of what its tools may touch (fail closed), so
 read-only children fan out under the parent Dispatcher's caps while a child that

@@ -23,7 +23,7 @@ __all__ = ["ToolBatcher", "truncated_call_result", "unanswered_call_result"]
 
 
 def truncated_call_result(call: ToolCall) -> ToolResult:
-    """The error that answers a call of a response cut at max_tokens (seed 002 §2.2)."""
+    """The error that answers a call of a response cut at max_tokens."""
     return ToolResult(
         call.id,
         f"Not run: the response was truncated at max_tokens, so the call to"

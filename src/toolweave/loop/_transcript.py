@@ -17,7 +17,7 @@ __all__ = [
 ]
 
 TRUNCATION_MARKER = "[System: response truncated at max_tokens]"
-"""Appended to a final answer that was cut at the output-token limit (seed 002 §2.2)."""
+"""Appended to a final answer that was cut at the output-token limit."""
 
 _CHARS_PER_TOKEN = 4
 

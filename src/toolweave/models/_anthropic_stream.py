@@ -1,4 +1,4 @@
-"""Anthropic Messages stream events -> neutral chunks (seed 002 §11.1).
+"""Anthropic Messages stream events -> neutral chunks.
 
 A tool call is emitted the moment its ``content_block_stop`` arrives. A stream
 cut inside a ``tool_use`` block (``max_tokens`` mid-arguments: no

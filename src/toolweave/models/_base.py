@@ -58,7 +58,7 @@ class ModelRequest:
     tool_choice: Literal["auto", "any", "none"] | str = "auto"
     """``auto``, ``any`` (must call one), ``none``, or a tool name to force."""
     parallel_tool_calls: bool = True
-    """May the model return several tool calls at once? (request side only, seed 001).
+    """May the model return several tool calls at once? (request side only).
 
     Providers omit the flag when no tools are sent or the model family must not
     get it; this never changes how calls are executed.

@@ -1,8 +1,8 @@
 """What we know about models: context windows, the `parallel_tool_calls` flag, streaming.
 
 The request-side flag only says whether the model may put several tool calls in
-one response (seed 001); it never changes how calls run. Some families reject it
-with a 400, and sending it anyway caused 400-error loops in the wild (seed 004),
+one response (as in Codex); it never changes how calls run. Some families reject it
+with a 400, and sending it anyway caused 400-error loops in the wild (as in OpenClaw),
 so the flag is sent only to families known to accept it.
 
 What the tables cannot know, a model learns from its server and keeps in a
@@ -120,7 +120,7 @@ class LearnedCapabilities:
 
     Every field starts optimistic and only ever moves one way, so each refusal
     costs at most one failed request for the whole session: that is what keeps
-    a quirky server from causing a retry loop (seed 004).
+    a quirky server from causing a retry loop (as in OpenClaw).
     """
 
     parallel_flag_rejected: bool = False

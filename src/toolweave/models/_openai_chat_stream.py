@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions chunks -> neutral chunks (seed 002 §11.1).
+"""OpenAI Chat Completions chunks -> neutral chunks.
 
 Tool-call deltas are assembled by index; a slot is flushed as `ToolUseReady`
 when a higher index starts or the stream ends. A server that numbers every

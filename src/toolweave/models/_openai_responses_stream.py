@@ -1,4 +1,4 @@
-"""OpenAI Responses stream events -> neutral chunks (seed 002 §11.1).
+"""OpenAI Responses stream events -> neutral chunks.
 
 A function call is emitted when its ``response.output_item.done`` arrives (its
 arguments there are authoritative); a reasoning item is closed with its id and

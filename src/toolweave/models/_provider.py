@@ -182,7 +182,7 @@ class ProviderModel(Model):
         Returns the events and whether this was a streamed request with tools
         while streaming with tools is unproven (its tool calls prove it).
 
-        seed 004: a provider that rejects ``parallel_tool_calls`` must not cause
+        a provider that rejects ``parallel_tool_calls`` must not cause
         a 400 loop, and neither must one that refuses to stream with tools.
         Each refusal is learned (one way, for this model), warned about once,
         and the request is sent again without what was refused; a refusal of

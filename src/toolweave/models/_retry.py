@@ -1,10 +1,10 @@
 """RetryingModel: the one gateway for retries, Retry-After, backoff and model fallback.
 
-seed 002 §10: the server's Retry-After first, clamped so a hostile header cannot
+the server's Retry-After first, clamped so a hostile header cannot
 park a worker; exponential backoff with jitter otherwise; switch to the next
 model after N *consecutive* overload/rate-limit/server (5xx) failures, or when
 the same-model retry budget is spent, resetting the count on any other outcome
-(a connection failure, a success). Seed 002 §10(b) maps 5xx like 529: a server
+(a connection failure, a success). 5xx are treated like 529: a server
 failing on its side is a reason to try another model, as overload is.
 It is itself a `Model`, so plain (`complete`) and streaming calls share it.
 """
@@ -121,7 +121,7 @@ class RetryStatistics:
 
 @dataclass(slots=True)
 class _Run:
-    """The state of one call's attempts: the gateway's local counters (seed 002 §10c)."""
+    """The state of one call's attempts: the gateway's local counters."""
 
     index: int = 0
     attempt: int = 0

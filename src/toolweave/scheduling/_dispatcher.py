@@ -123,7 +123,7 @@ class Dispatcher:
     once across every dispatch on it (many sessions may share it), while
     `per_batch_max` bounds one dispatch so it cannot starve the others.
 
-    Guarantees of `dispatch` (seed 000 §3): results in call order, one per call;
+    Guarantees of `dispatch`: results in call order, one per call;
     `on_started(call)` from the dispatching task in call order, after the call's
     slots are taken and before it runs (backpressure delays it, never reorders
     it); `on_completed(call, result)` in completion order; a runner that raises or
@@ -390,7 +390,7 @@ class Dispatcher:
         *,
         interrupt: InterruptLike | None = None,
     ) -> AsyncIterator[ToolStream]:
-        """Open the streaming seam: feed calls as their blocks complete (seed 000 §7).
+        """Open the streaming seam: feed calls as their blocks complete.
 
         SAFE calls start while the response still streams (if `streaming_overlap`
         is on and the policy can plan incrementally); the first call that is not

@@ -1,4 +1,4 @@
-"""The two-layer gate (seed 000 §2): may this call overlap others, and what does it touch?
+"""The two-layer gate: may this call overlap others, and what does it touch?
 
 Layer 1 (intent + config) is decided per batch by the Dispatcher: enabled, and two
 or more calls. Layer 2 (safety) is decided here per call: the call resolves, its
@@ -66,7 +66,7 @@ def classify(call: ToolCall, registry: ToolRegistry) -> CallPlan:
 
     A sync tool that declares CANCEL is not parallel-ok: its worker thread cannot
     be stopped, so after an interrupt it would keep running beside the calls that
-    follow it (the Python analogue of seed 000's THREAD_INTERRUPT exclusion).
+    follow it (the Python analogue of a THREAD_INTERRUPT exclusion).
     """
     tool = registry.get(call.name)
     if tool is None:

@@ -1,4 +1,4 @@
-"""Applying the context modifiers tools return (seed 003 §4.3.1)."""
+"""Applying the context modifiers tools return (as in Claude Code)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ serial-equivalent for the conflicts it knows about.
 
 | policy          | rule                                                              |
 |-----------------|-------------------------------------------------------------------|
-| all_or_nothing  | no edges if every call is parallel-ok, else a chain (seed 000)    |
-| partition       | runs of parallel-ok calls between exclusive ones (seed 003)       |
-| rwlock          | parallel-ok = shared, else exclusive; write-preferring FIFO (001) |
+| all_or_nothing  | no edges if every call is parallel-ok, else a chain               |
+| partition       | runs of parallel-ok calls between exclusive ones (Claude Code)    |
+| rwlock          | parallel-ok = shared, else exclusive; write-preferring (Codex)    |
 | conflict        | an edge only where Access conflicts (ours)                        |
 
 A call that provably runs nothing (`CallPlan.runs_nothing`: an unknown tool or

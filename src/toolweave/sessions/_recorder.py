@@ -297,7 +297,7 @@ class SessionRecorder:
             self._put(dataclasses.replace(record, index=index, call=call))
 
     def _discard_started(self) -> None:
-        """A retry voids the dead attempt's eagerly started calls (seed 002 §11.2)."""
+        """A retry voids the dead attempt's eagerly started calls."""
         for ref, record in list(self._calls.items()):
             if record.state is not CallState.PENDING:
                 self._put(dataclasses.replace(record, state=CallState.DISCARDED))

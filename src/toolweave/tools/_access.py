@@ -10,7 +10,7 @@ __all__ = ["Access", "Concurrency", "Interrupt", "keys_overlap"]
 
 
 class Concurrency(enum.Enum):
-    """May this call overlap other calls? (seed 000 ConcurrencyBehavior).
+    """May this call overlap other calls?
 
     A tool is SEQUENTIAL unless it says otherwise: being wrong the other way
     corrupts state, being wrong this way only costs wall-clock time.

@@ -35,7 +35,7 @@ def _span(span: tuple[int, int | None]) -> tuple[int, int]:
 class ReadLedger:
     """The files read in this session: the one piece of mutable state parallel tools share.
 
-    Safe to use from many tasks and worker threads at once (seed 000 §5): every
+    Safe to use from many tasks and worker threads at once: every
     method takes an internal lock and returns immutable records. It lives for the
     whole session, so the read-before-edit guard works across iterations.
     """
@@ -105,7 +105,7 @@ class SessionState:
     """State that lives as long as a session and is shared by every call in it.
 
     Anything a tool mutates here must be safe for concurrent use, or the tool
-    must be SEQUENTIAL (seed 000 §5). `values` is guarded by `lock`.
+    must be SEQUENTIAL. `values` is guarded by `lock`.
     """
 
     _: KW_ONLY

@@ -67,8 +67,8 @@ class GrepTool(Tool):
     """Search file contents by regular expression, ripgrep or pure Python.
 
     SAFE; access: reads ``fs:<resolved path>`` (and ``proc:rg`` when it runs
-    ripgrep). Interrupt: CANCEL (seed 000 §6:
-    Grep is cooperative): ripgrep is killed; the Python walk checks for
+    ripgrep). Interrupt: CANCEL (Grep is
+    cooperative): ripgrep is killed; the Python walk checks for
     cancellation per file.
 
     Args:

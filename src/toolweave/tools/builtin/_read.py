@@ -72,8 +72,8 @@ class _Window:
 class ReadTool(Tool):
     """Read a text file (numbered lines, a window by offset/limit) or an image.
 
-    SAFE; access: reads ``fs:<resolved path>``. Interrupt: BLOCK (seed 000 §6:
-    ReadTool is non-interruptible; a read is short and it updates the read
+    SAFE; access: reads ``fs:<resolved path>``. Interrupt: BLOCK (as
+    in Claude Code, whose ReadTool is non-interruptible; a read is short and it updates the read
     ledger, which should not be left half-told).
 
     Paging: one result shows at most `limit` lines (default

@@ -1,6 +1,6 @@
 """What the session has read: the read-before-edit guard, stale reads, re-read detection.
 
-Built on `SessionState.read_files` (a thread-safe `ReadLedger`, seed 000 §5). A
+Built on `SessionState.read_files` (a thread-safe `ReadLedger`). A
 span is ``(offset, shown)``: the 1-based first line and how many lines were
 shown, with None meaning "through the end of the file". A write records the
 span `WRITE_SPAN`, which covers no read, so the file counts as known for the

@@ -74,7 +74,7 @@ def _render(todos: tuple[TodoItem, ...]) -> str:
 class TodoWriteTool(Tool):
     """Replace the session's task list.
 
-    SEQUENTIAL (seed 000 §6: it mutates shared state); access: writes ``todo:``,
+    SEQUENTIAL (it mutates shared state); access: writes ``todo:``,
     so under the `conflict` policy it only waits for todo reads and writes.
     The list lives in `SessionState.values` and is replaced under
     `SessionState.lock`. Interrupt: BLOCK (instant).

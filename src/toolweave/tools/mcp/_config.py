@@ -53,7 +53,7 @@ class MCPServerConfig:
     """Run every tool of this server as SAFE, whatever its annotations say.
 
     Untrusted (the default), a tool is SAFE only if its annotations say
-    ``readOnlyHint: true`` and not ``destructiveHint: true`` (seed 001).
+    ``readOnlyHint: true`` and not ``destructiveHint: true`` (as in Codex).
     """
     touches: tuple[str, ...] | None = None
     """Resource keys the server's tools act on, such as ``("fs:/abs/repo",)``.

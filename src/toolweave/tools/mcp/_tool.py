@@ -15,7 +15,7 @@ changes the repository that a built-in ``read`` of ``fs:/repo/a.py`` observes,
 so a key naming only the server would let the two overlap and the transcript
 would depend on timing. Unless the config says what the server touches, a
 read-only tool therefore reads everything (it waits for every earlier writer)
-and a mutating one is a barrier (seed 001: MCP is serial by default).
+and a mutating one is a barrier (MCP is serial by default).
 """
 
 from __future__ import annotations
