@@ -269,7 +269,8 @@ def render_timeline(
     )
     legend = "".join(_legend_entry(c, t) for c, t in _LEGEND) + (
         '<span class="hint">hover a bar to outline the calls it overlapped · '
-        f"{scale_note}</span>"
+        f"{_e(MARKER)} after a call: it touched what it did not declare"
+        f" (declaration audit) · {scale_note}</span>"
     )
     body = "".join(part for g in groups for part in _section(g, len(runs) > 1, span))
     return (
