@@ -425,3 +425,49 @@ async def test_a_command_no_rule_can_cover_says_so(
     assert result.is_error
     assert "No allow rule can cover it" in result.text, result.text
     assert "permissions.allow" not in result.text
+
+
+@pytest.mark.parametrize("handler", ["absent", "allow"])
+async def test_through_the_agent(tmp_path: Path, handler: str) -> None:
+    """The library's own path: tw.Agent with the coding tools, default mode."""
+    import toolweave as tw
+    from toolweave.models import ScriptedModel
+
+    asked: list[str] = []
+
+    async def ask(item: ToolCall, reason: str) -> Any:
+        asked.append(reason)
+        return "allow"
+
+    model = ScriptedModel(
+        [
+            tw.ModelResponse(
+                [
+                    tw.ToolCall("b", "bash", {"command": "echo x > made.txt"}),
+                    tw.ToolCall("w", "write", {"path": "w.txt", "content": "y"}),
+                ],
+                stop_reason=tw.StopReason.TOOL_USE,
+            ),
+            tw.ModelResponse([tw.Text("done")]),
+        ]
+    )
+    config = tw.AgentConfig(workspace=tmp_path, ask=ask if handler == "allow" else None)
+    agent = tw.Agent(model, tw.tools.coding_tools(tmp_path), config=config)
+    result = await agent.run("go")
+    await agent.aclose()
+    results = {
+        block.call_id: block
+        for message in result.messages
+        if not isinstance(message.content, str)
+        for block in message.content
+        if isinstance(block, tw.ToolResult)
+    }
+    ran = handler == "allow"
+    assert (tmp_path / "made.txt").exists() is ran
+    assert (tmp_path / "w.txt").exists() is ran
+    assert results["b"].is_error is not ran and results["w"].is_error is not ran
+    if ran:
+        assert len(asked) == 2
+    else:
+        assert 'permissions.allow = ["bash(echo x)"]' in results["b"].text
+        assert "--permission-mode accept_edits" in results["w"].text
