@@ -111,15 +111,26 @@ def test_run_with_audit_from_the_flag_and_from_the_settings(
     (workspace / "b.txt").write_text("beta\n")
     db = str(tmp_path / "sessions.db")
     survey = str(_survey(tmp_path))
+    mode = ["--permission-mode", "accept_edits"]  # the survey writes c.txt
     code, stdout, output = _invoke(
-        "run", "survey", "--scripted", survey, "--store", db, "--audit", "enforce"
+        "run",
+        "survey",
+        "--scripted",
+        survey,
+        "--store",
+        db,
+        "--audit",
+        "enforce",
+        *mode,
     )
     assert code == 0, output
     assert "declaration audit (enforce): no violations" in stdout, output
     assert "✗" not in stdout  # the built-in tools' calls all went through
 
     (workspace / "toolweave.toml").write_text('audit = "warn"\n')
-    code, stdout, output = _invoke("run", "survey", "--scripted", survey, "--store", db)
+    code, stdout, output = _invoke(
+        "run", "survey", "--scripted", survey, "--store", db, *mode
+    )
     assert code == 0, output
     assert "declaration audit (warn): no violations" in stdout
 

@@ -242,7 +242,12 @@ def test_clear_errors_for_a_missing_model_a_bad_mode_and_an_unknown_session(
         "run", "do it", "--scripted", str(tmp_path / "missing.json")
     )
     assert code == 2 and "cannot read the script" in output
-    code, _, output = _invoke("show", "abc", "--store", str(tmp_path / "s.db"))
+    missing = tmp_path / "s.db"
+    code, _, output = _invoke("show", "abc", "--store", str(missing))
+    assert code == 2 and f"no session database at {missing}" in output
+    assert not missing.exists()
+    SQLiteSessionStore(missing).close()
+    code, _, output = _invoke("show", "abc", "--store", str(missing))
     assert code == 2 and "no session 'abc'" in output
     (workspace / "toolweave.toml").write_text('[permissions]\ndeny = ["bash(oops"]\n')
     steps = script(tmp_path / "s.json", final("hi"))

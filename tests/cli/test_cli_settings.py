@@ -213,7 +213,8 @@ def test_the_config_command_reports_a_bad_file(workspace: Path) -> None:
 def test_resume_falls_back_to_the_sessions_own_model(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # the model needs one
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # the models need one
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     options = RunOptions(cwd=workspace)
     _, model, spec = _prepare(options, workspace, "anthropic:claude-from-session")
     assert (
