@@ -42,7 +42,7 @@ def fatal_reason(exc: BaseException) -> str:
 
 
 def fire_started(listener: StartedListener | None, call: ToolCall) -> None:
-    """Call an on_started listener; log and swallow whatever it raises (seed 000 §3)."""
+    """Call an on_started listener; log and swallow whatever it raises."""
     if listener is None:
         return
     try:

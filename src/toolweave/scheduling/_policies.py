@@ -19,9 +19,9 @@ dependency: it is answered at once and never splits or serializes a batch.
 Under every policy a call waits for its dependencies *outside* the slots: it
 takes a slot (and fires `on_started`) only once it is ready, so a waiting call
 never starves another session (issue 13, item 5). `partition` and `rwlock` draw
-the same graph, so they now schedule alike; both names stay, for the seeds they
-come from (a partition batch boundary and a write-preferring FIFO gate are the
-same waits).
+the same graph, so they now schedule alike; both names stay, for the harnesses
+they come from, Claude Code and Codex (a partition batch boundary and a
+write-preferring FIFO gate are the same waits).
 """
 
 from __future__ import annotations
