@@ -11,6 +11,8 @@ import os
 import pty
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +125,57 @@ def test_an_allow_rule_in_toolweave_toml_lets_the_command_run(
     assert code == 0, stderr
     assert not _result(lines)["is_error"]
     assert (workspace / "made.txt").read_text() == "x\n"
+
+
+class _Page(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = b"the page"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_fetch_from_a_new_host_asks_and_a_domain_rule_allows_it(
+    tmp_path: Path, workspace: Path, allowed: bool
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/doc"
+        steps = script(
+            tmp_path / "s.json",
+            tools(("c1", "web_fetch", {"url": url})),
+            final("finished"),
+        )
+        if allowed:
+            (workspace / "toolweave.toml").write_text(
+                '[permissions]\nallow = ["web_fetch(domain:127.0.0.1)"]\n'
+            )
+        db = str(tmp_path / "s.db")
+        proc = subprocess.run(
+            [*CLI, "run", "t", "--scripted", str(steps), "--json", "--store", db],
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert proc.returncode == 0, proc.stderr
+    result = _result(json_lines(proc.stdout))
+    text = str(result["content"])
+    assert result["is_error"] is not allowed, text
+    if allowed:
+        assert "the page" in text
+    else:
+        assert 'permissions.allow = ["web_fetch(domain:127.0.0.1)"]' in text
