@@ -211,15 +211,18 @@ async def test_unknown_tool_is_answered_by_the_node() -> None:
 @pytest.mark.anyio
 async def test_interrupt_answers_every_call() -> None:
     token = InterruptToken()
+    hang_started = anyio.Event()
     started = []
 
     async def hang(name: str) -> str:
         started.append(name)
+        hang_started.set()
         await anyio.sleep_forever()
         raise AssertionError("not reached")
 
     async def trigger(name: str) -> str:
-        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(10):  # deadlock guard only
+            await hang_started.wait()
         token.set()
         return "interrupting"
 

@@ -123,19 +123,22 @@ def test_unknown_error_mode_is_refused() -> None:
 @pytest.mark.anyio
 async def test_interrupt_answers_every_call() -> None:
     token = InterruptToken()
+    hang_started = anyio.Event()
     started: list[str] = []
 
     @function_tool
     async def hang(name: str) -> str:
         """Hang."""
         started.append(name)
+        hang_started.set()
         await anyio.sleep_forever()
         raise AssertionError("not reached")
 
     @function_tool
     async def trigger(name: str) -> str:
         """Interrupt."""
-        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(10):  # deadlock guard only
+            await hang_started.wait()
         token.set()
         return "interrupting"
 
@@ -166,6 +169,7 @@ async def test_max_concurrency_is_reached_and_never_exceeded() -> None:
     inside = 0
     peak = 0
     release = anyio.Event()
+    reached = anyio.Event()
 
     @function_tool
     async def read(name: str) -> str:
@@ -173,6 +177,8 @@ async def test_max_concurrency_is_reached_and_never_exceeded() -> None:
         nonlocal inside, peak
         inside += 1
         peak = max(peak, inside)
+        if inside == 2:
+            reached.set()
         await release.wait()
         inside -= 1
         return name
@@ -181,7 +187,9 @@ async def test_max_concurrency_is_reached_and_never_exceeded() -> None:
     tools = scheduled_tools([read], {"read": READ_ONLY}, max_concurrency=2)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_run, model, tools)
-        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(10):  # deadlock guard only
+            await reached.wait()
+        await anyio.wait_all_tasks_blocked()  # a third call would be inside now
         assert inside == 2
         release.set()
     assert peak == 2
