@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TypeVar, cast, final
 
 import anyio
@@ -99,19 +98,31 @@ _zone: contextvars.ContextVar[AbandonRecord | None] = contextvars.ContextVar(
 )
 
 
-@contextmanager
-def abandoning_threads() -> Iterator[AbandonRecord]:
+@final
+class abandoning_threads:  # lower case: used like the function it was
     """Within the block, a cancelled worker thread is abandoned instead of waited for.
 
     Used around a call that runs under a deadline: at the deadline the call must
     be answered, whatever its thread does. The record counts what was abandoned.
+    A class rather than a ``@contextmanager`` generator: every call with a
+    deadline enters two of these, and the generator machinery cost more than
+    the zone itself.
     """
-    record = AbandonRecord()
-    reset = _zone.set(record)
-    try:
-        yield record
-    finally:
-        _zone.reset(reset)
+
+    __slots__ = ("_record", "_reset")
+
+    def __init__(self) -> None:
+        self._record = AbandonRecord()
+        self._reset: contextvars.Token[AbandonRecord | None] | None = None
+
+    def __enter__(self) -> AbandonRecord:
+        self._reset = _zone.set(self._record)
+        return self._record
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._reset is not None:
+            _zone.reset(self._reset)
+            self._reset = None
 
 
 class _Job:
