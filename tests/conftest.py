@@ -98,7 +98,7 @@ def _hypothesis_profiles() -> None:
     )
     settings.register_profile(  # TOOLWEAVE_HYPOTHESIS=stress: a long hunt for rare interleavings
         "stress",
-        max_examples=1500,
+        max_examples=10_000,
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import toolweave as tw
+from toolweave.execution import ToolOutput
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 
 pytestmark = pytest.mark.anyio
@@ -199,3 +200,217 @@ async def test_interrupts_leave_a_complete_ordered_transcript(
     assert not any("TORN" in r.text for r in results)
     stats = dispatcher.statistics()
     assert (stats.running, stats.waiting, stats.slots_in_use) == (0, 0, 0)
+
+
+# -- issue 13: ids, timeouts, modifiers, no-code calls, sessions sharing a host ------
+
+IDS = ["call_0", "t1", "x"]  # a tiny pool: ids repeat within and across batches
+
+
+@dataclass
+class Host:
+    """What every session on one Dispatcher shares: the running count and its peak."""
+
+    inside: int = 0
+    peak: int = 0
+
+
+def _rich_tools(world: World, host: Host) -> tw.ToolRegistry:
+    """Key-value tools plus a context switch, a hanging BLOCK tool and a sync reader."""
+
+    def key_access(*fields: str, write: bool = False) -> Any:
+        def access(args: dict[str, Any]) -> tw.Access:
+            keys = [f"kv:{args[f]}" for f in fields]
+            return tw.Access(writes=keys) if write else tw.Access(reads=keys)
+
+        return access
+
+    def enter() -> None:
+        host.inside += 1
+        host.peak = max(host.peak, host.inside)
+
+    @tw.tool(concurrency=tw.Concurrency.SAFE, access=key_access("key"))
+    async def get(key: str, delay: int) -> str:
+        enter()
+        try:
+            first = world.store.get(key, "")
+            await world.pause(delay)
+            torn = world.store.get(key, "") != first
+            return "TORN READ" if torn else f"{first}@{world.store.get('mode', '')}"
+        finally:
+            host.inside -= 1
+
+    @tw.tool(access=key_access("key", write=True))
+    async def append(key: str, value: str, delay: int) -> str:
+        enter()
+        try:
+            old = world.store.get(key, "")
+            await world.pause(delay)
+            world.store[key] = old + value
+            return "ok"
+        finally:
+            host.inside -= 1
+
+    @tw.tool(access=lambda a: tw.Access(writes=["kv:mode"]))
+    async def setmode(value: str, delay: int) -> ToolOutput:
+        # changes context through a modifier, which later readers of mode must see
+        enter()
+        try:
+            await world.pause(delay)
+            return ToolOutput(
+                "mode set", context_modifier=lambda: world.store.update(mode=value)
+            )
+        finally:
+            host.inside -= 1
+
+    @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access())
+    async def hang(delay: int) -> str:  # BLOCK (the default), past any ceiling
+        enter()
+        try:
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+        finally:
+            host.inside -= 1
+
+    @tw.tool(concurrency=tw.Concurrency.SAFE, access=key_access("key"))
+    def sync_get(key: str, delay: int) -> str:  # a worker thread
+        return world.store.get(key, "")
+
+    return tw.ToolRegistry([get, append, setmode, hang, sync_get])
+
+
+rich_ops = st.one_of(
+    st.tuples(st.just("get"), st.fixed_dictionaries({"key": st.sampled_from(KEYS)})),
+    st.tuples(
+        st.just("sync_get"), st.fixed_dictionaries({"key": st.sampled_from(KEYS)})
+    ),
+    st.tuples(
+        st.just("append"),
+        st.fixed_dictionaries(
+            {"key": st.sampled_from(KEYS), "value": st.sampled_from("pq")}
+        ),
+    ),
+    st.tuples(
+        st.just("setmode"), st.fixed_dictionaries({"value": st.sampled_from("MN")})
+    ),
+    st.tuples(st.just("hang"), st.just({})),
+    st.tuples(st.just("ghost"), st.just({})),  # unknown tool: runs nothing
+    st.tuples(st.just("get"), st.just({"key": 7})),  # fails its schema
+)
+rich_programs = st.lists(
+    st.tuples(rich_ops, st.integers(0, 3), st.sampled_from(IDS)),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _rich_calls(program: list[Any]) -> list[tw.ToolCall]:
+    return [
+        tw.ToolCall(call_id, name, {**args, "delay": delay})
+        for (name, args), delay, call_id in program
+    ]
+
+
+def _rich_runner(registry: tw.ToolRegistry) -> Any:
+    async def run(call: tw.ToolCall) -> tw.ToolResult:
+        tool = registry.get(call.name)
+        if tool is None:
+            return tw.ToolResult(call.id, "unknown tool", is_error=True)
+        try:
+            args = tool.parse(call.input)
+        except Exception:
+            return tw.ToolResult(call.id, "invalid input", is_error=True)
+        out = await tool.call(args, tw.ToolContext(call))
+        if isinstance(out, ToolOutput):
+            return tw.ToolResult(
+                call.id, str(out.content), context_modifier=out.context_modifier
+            )
+        return tw.ToolResult(call.id, str(out))
+
+    return run
+
+
+def _ceiling(virtual: bool) -> float:
+    return 50.0 if virtual else 0.02  # a hang costs 20 ms of real time on asyncio
+
+
+async def _session(
+    program: list[Any], dispatcher: Dispatcher, virtual: bool, host: Host
+) -> tuple[list[tw.ToolCall], list[tw.ToolResult], dict[str, str]]:
+    world = World({"a/x": "1", "b/y": "2"}, virtual)
+    registry = _rich_tools(world, host)
+    calls = _rich_calls(program)
+    results = await dispatcher.dispatch(calls, registry, _rich_runner(registry))
+    return calls, results, world.store
+
+
+def _check_session(
+    calls: list[tw.ToolCall],
+    results: list[tw.ToolResult],
+    serial: list[tw.ToolResult],
+    store: dict[str, str],
+    serial_store: dict[str, str],
+) -> None:
+    assert [r.call_id for r in results] == [c.id for c in calls]  # by position
+    assert [(r.text, r.is_error, r.synthetic) for r in results] == [
+        (r.text, r.is_error, r.synthetic) for r in serial
+    ]
+    assert store == serial_store
+    assert not any("TORN" in r.text for r in results)
+    for call, result in zip(calls, results, strict=True):
+        if call.name in ("ghost", "hang") or call.input.get("key") == 7:
+            assert result.is_error
+
+
+@given(
+    sessions=st.lists(rich_programs, min_size=1, max_size=4),
+    policy=st.sampled_from(["all_or_nothing", "partition", "rwlock", "conflict"]),
+    cap=st.integers(1, 3),
+    per_batch=st.none() | st.integers(1, 3),
+)
+async def test_sessions_sharing_a_dispatcher_stay_serial_equivalent_and_capped(
+    anyio_backend: Any,
+    sessions: list[list[Any]],
+    policy: str,
+    cap: int,
+    per_batch: int | None,
+) -> None:
+    virtual = anyio_backend != "asyncio"
+    ceiling = _ceiling(virtual)
+    per_batch = None if per_batch is None else min(per_batch, cap)
+    serial_runs = []
+    for program in sessions:  # each session alone, one call at a time
+        plain = Dispatcher(
+            ConcurrencyConfig(enabled=False, default_tool_timeout=ceiling)
+        )
+        serial_runs.append(await _session(program, plain, virtual, Host()))
+    host = Host()
+    dispatcher = Dispatcher(
+        ConcurrencyConfig(
+            max_concurrency=cap,
+            per_batch_max=per_batch,
+            policy=policy,  # type: ignore[arg-type]
+            default_tool_timeout=ceiling,
+        )
+    )
+    outcomes: list[Any] = [None] * len(sessions)
+    async with anyio.create_task_group() as tg:
+        for index, program in enumerate(sessions):
+
+            async def one(index: int = index, program: list[Any] = program) -> None:
+                outcomes[index] = await _session(program, dispatcher, virtual, host)
+
+            tg.start_soon(one)
+    for (calls, results, store), (_, serial, serial_store) in zip(
+        outcomes, serial_runs, strict=True
+    ):
+        _check_session(calls, results, serial, store, serial_store)
+    assert host.peak <= cap  # the host cap held across every session and width
+    stats = dispatcher.statistics()
+    assert (stats.running, stats.waiting, stats.slots_in_use, stats.batches) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    assert stats.abandoned_threads == 0  # the sync reader never hangs: none left
