@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -18,7 +20,10 @@ __all__ = [
     "empty_placeholder",
     "is_empty",
     "to_content",
+    "utf8_safe",
 ]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Content: TypeAlias = str | Sequence[ContentBlock]
 """What a ToolResult holds: text, or text and image blocks."""
@@ -115,6 +120,41 @@ def to_content(output: object) -> tuple[Content, bool]:
             content, _ = to_content(getattr(output, "content"))  # noqa: B009
             return content, flag
     return _json_text(output), False
+
+
+def _utf8_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (the text itself if none)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def utf8_safe(result: ToolResult) -> ToolResult:
+    """`result` with text that encodes as UTF-8 (`result` itself when it already does).
+
+    Sync tools often return text decoded with ``surrogateescape`` (``os.listdir``,
+    ``os.fsdecode``, subprocess output), and exception messages quote such file
+    names. A lone surrogate cannot be encoded as UTF-8: the session store and
+    every provider request (JSON sent as UTF-8) would fail on it for the rest of
+    the session. Each lone surrogate becomes U+FFFD, as undecodable bytes do.
+    """
+    content = result.content
+    fixed: Content
+    if isinstance(content, str):
+        fixed = _utf8_text(content)
+        changed = fixed is not content
+    else:
+        fixed = tuple(
+            Text(_utf8_text(b.text)) if isinstance(b, Text) else b for b in content
+        )
+        changed = fixed != tuple(content)
+    if not changed:
+        return result
+    return dataclasses.replace(result, content=fixed)
 
 
 def content_text(content: Content) -> str | None:

@@ -27,7 +27,7 @@ from ._hooks import (
     PostToolUseInput,
     PreToolUseHook,
 )
-from ._output import empty_placeholder, is_empty, to_content
+from ._output import empty_placeholder, is_empty, to_content, utf8_safe
 from ._persist import ReplacementLedger
 from ._rules import PermissionRules
 from ._scope import rewrite_scope_error
@@ -206,7 +206,7 @@ class ToolRunner:
             result = ToolResult(call.id, message, is_error=True)
         if result.is_error:
             self._counts["errors"] += 1
-        return result
+        return utf8_safe(result)
 
     # -- stages ----------------------------------------------------------------
 
@@ -402,7 +402,9 @@ class ToolRunner:
         content, is_error = to_content(output)
         if is_empty(content):
             content = empty_placeholder(tool.name)
-        result = ToolResult(call.id, content, is_error, context_modifier=modifier)
+        result = utf8_safe(
+            ToolResult(call.id, content, is_error, context_modifier=modifier)
+        )  # before the ledger records a preview of it
         limit = tool.max_result_chars
         if limit is None:
             return result

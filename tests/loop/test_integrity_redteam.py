@@ -1,0 +1,319 @@
+"""Red team for issue 13 through `tw.Agent`: odd outputs, fatal exceptions, deadlines.
+
+Each table row is an input a user can hit. The run must end, every call must be
+answered in the transcript and the store, and what is stored and sent must be
+valid (UTF-8 text, results paired with their calls).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import pytest
+from loop_support import call, say, use
+
+import toolweave as tw
+from toolweave.events import Event, RunFinished
+from toolweave.loop import transcript_problems
+from toolweave.messages import Message, ToolResult
+from toolweave.models import ScriptedModel
+from toolweave.models._anthropic_convert import anthropic_messages
+from toolweave.models._openai_chat_convert import chat_messages
+from toolweave.models._openai_responses_convert import responses_input
+from toolweave.sessions import SessionRecorder, SQLiteSessionStore
+from toolweave.tools import Access, Concurrency, Interrupt, SessionState, tool
+
+pytestmark = pytest.mark.anyio
+
+LONE = b"name\xff.txt".decode("utf-8", "surrogateescape")  # as os.listdir gives it
+BIG = "0123456789" * 15_000  # 150 KB
+
+
+def _raise_with_lone_surrogate() -> str:
+    raise FileNotFoundError(f"No such file: {LONE!s}")
+
+
+OUTPUTS: dict[str, tuple[Callable[[], object], Callable[[str], bool]]] = {
+    # name: (what the sync tool returns or raises, what the model must see)
+    "150 KB string": (lambda: BIG, lambda t: t.startswith("<persisted-output>")),
+    "non-UTF-8 bytes": (lambda: b"\xff\xfe\x00ok\x80", lambda t: "ok" in t),
+    "empty string": (lambda: "", lambda t: "completed with no output" in t),
+    "None": (lambda: None, lambda t: "completed with no output" in t),
+    "lone surrogate (surrogateescape)": (lambda: LONE, lambda t: t == "name\ufffd.txt"),
+    "lone surrogates, 150 KB": (
+        lambda: (LONE + "\n") * 12_000,
+        lambda t: t.startswith("<persisted-output>") and "name\ufffd.txt" in t,
+    ),
+    "high surrogate alone": (lambda: "a\ud800b", lambda t: t == "a\ufffdb"),
+    "exception quoting a surrogate file name": (
+        _raise_with_lone_surrogate,
+        lambda t: "name\ufffd.txt" in t,
+    ),
+    "text blocks with a surrogate": (
+        lambda: [tw.Text("x" + LONE), tw.Text("y")],
+        lambda t: t == "xname\ufffd.txt\ny",
+    ),
+}
+
+
+def _wire_texts(messages: list[Message]) -> list[str]:
+    """Every provider's request body as the JSON text the SDKs send (UTF-8)."""
+    bodies = [
+        anthropic_messages(messages),
+        chat_messages(None, messages),
+        responses_input(messages),
+    ]
+    return [json.dumps(b, ensure_ascii=False) for b in bodies]
+
+
+@pytest.mark.parametrize("name", list(OUTPUTS))
+async def test_odd_output_reaches_the_model_the_store_and_the_wire(
+    tmp_path: Path, name: str
+) -> None:
+    produce, shown = OUTPUTS[name]
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    def odd() -> object:
+        """Return (or raise) the row's output."""
+        return produce()
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def plain() -> str:
+        """A sibling with ordinary output."""
+        return "plain"
+
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    sid = store.create_session(workspace="/w", model="scripted", title="t").id
+    recorder = SessionRecorder(store, sid, model="scripted")
+    model = ScriptedModel(
+        [use(call("", "odd"), call("", "plain")), use(call("", "odd")), say("done")]
+    )
+    agent = tw.Agent(model, [odd, plain])
+    events: list[Event] = []
+    saved: dict[Path, str] = {}
+    try:
+        async for event in agent.run_stream("go"):
+            recorder.record(event)  # the store accepts every event
+            events.append(event)
+        results_dir = agent.state.results_dir
+        assert results_dir is not None  # a bare Agent has one (temporary)
+        saved = {p: p.read_text("utf-8") for p in results_dir.rglob("*.txt")}
+    finally:
+        await agent.aclose()
+    done = events[-1]
+    assert isinstance(done, RunFinished)
+    assert done.reason is tw.CompletionReason.COMPLETED, done.detail
+    answers = [r for m in done.messages for r in m.tool_results]
+    assert [r.text for r in answers][1] == "plain"
+    for answer in (answers[0], answers[2]):
+        answer.text.encode("utf-8")  # no lone surrogate left
+        assert shown(answer.text), answer.text[:300]
+    if answers[0].text.startswith("<persisted-output>"):
+        paths = [
+            Path(a.text.split("saved to: ")[1].split("\n")[0])
+            for a in (answers[0], answers[2])
+        ]
+        assert paths[0] != paths[1] and set(paths) == set(saved)  # one file each
+        whole = produce()
+        assert isinstance(whole, str)
+        assert saved[paths[0]] == whole.replace(LONE, "name\ufffd.txt")  # uncut
+    else:
+        assert saved == {}
+    assert store.messages(sid) == list(done.messages)
+    assert transcript_problems(done.messages) == []
+    for body in _wire_texts(list(model.requests[-1].messages)):
+        body.encode("utf-8")  # what an SDK sends
+    store.close()
+
+
+@pytest.mark.parametrize("sibling_interrupt", [Interrupt.BLOCK, Interrupt.CANCEL])
+@pytest.mark.parametrize("fatal", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("boom_kind", ["async", "sync"])
+async def test_a_fatal_exception_with_a_sibling_that_never_ends(
+    tmp_path: Path,
+    sibling_interrupt: Interrupt,
+    fatal: type[BaseException],
+    boom_kind: str,
+) -> None:
+    """KeyboardInterrupt/SystemExit reaches the caller as itself, never inside an
+    exception group, and every call is answered in the store. A BLOCK sibling that
+    never returns is not waited for forever: it is cut at its ceiling
+    (`default_tool_timeout`); a CANCEL sibling is cancelled at once."""
+    started = anyio.Event()
+    raised = fatal()
+
+    @tool(
+        concurrency=Concurrency.SAFE,
+        access=lambda a: Access(),
+        interrupt=sibling_interrupt,
+    )
+    async def forever() -> str:
+        """Never returns."""
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    if boom_kind == "async":
+
+        @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+        async def boom() -> str:
+            """Raise once the sibling runs."""
+            await started.wait()
+            raise raised
+
+    else:
+
+        @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+        def boom() -> str:
+            """Raise (on a worker thread) once the sibling runs."""
+            anyio.from_thread.run(started.wait)
+            raise raised
+
+    ceiling = 600.0 if sibling_interrupt is Interrupt.CANCEL else 0.5
+    config = tw.AgentConfig(
+        concurrency=tw.ConcurrencyConfig(default_tool_timeout=ceiling)
+    )
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    sid = store.create_session(workspace="/w", model="scripted", title="t").id
+    recorder = SessionRecorder(store, sid, model="scripted")
+    model = ScriptedModel([use(call("x", "forever"), call("x", "boom")), say("never")])
+    events: list[Event] = []
+
+    async def drive() -> None:
+        agent = tw.Agent(model, [forever, boom], config=config)
+        try:
+            async for event in agent.run_stream("go"):
+                recorder.record(event)
+                events.append(event)
+        finally:
+            await agent.aclose()
+
+    with anyio.fail_after(30):  # the run ends (a hang fails here, not the suite)
+        with pytest.raises(fatal) as info:
+            await drive()
+    assert info.value is raised and type(info.value) is fatal
+    done = events[-1]
+    assert isinstance(done, RunFinished)
+    assert done.reason is tw.CompletionReason.INTERRUPTED
+    stored = store.messages(sid)
+    assert transcript_problems(stored) == []
+    first, second = stored[-1].tool_results
+    assert first.is_error and second.is_error
+    assert fatal.__name__ in second.text
+    if sibling_interrupt is Interrupt.BLOCK:
+        assert "did not finish within" in first.text
+    store.close()
+
+
+async def test_a_tool_that_shields_itself_past_its_timeout_still_ends_the_run() -> None:
+    """Cancellation cannot reach code that shields itself: such a tool is answered
+    as timed out when it next yields (decision: its late output is not shown —
+    the deadline passed — and the run goes on)."""
+    release = anyio.Event()
+    entered = anyio.Event()
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access(), timeout=0.05)
+    async def stubborn() -> str:
+        """Shields itself from cancellation until released."""
+        with anyio.CancelScope(shield=True):
+            entered.set()
+            await release.wait()
+        return "late output"
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def releaser() -> str:
+        """Lets the stubborn tool go, well after its timeout passed."""
+        await entered.wait()
+        await anyio.sleep(0.2)  # past the 0.05 s timeout (not a timing assertion)
+        release.set()
+        return "released"
+
+    model = ScriptedModel(
+        [use(call("a", "stubborn"), call("b", "releaser")), say("done")]
+    )
+    with anyio.fail_after(30):
+        result = await tw.Agent(model, [stubborn, releaser]).run("go")
+    assert result.completion_reason is tw.CompletionReason.COMPLETED
+    first, second = result.messages[-2].tool_results
+    assert first.is_error and "timed out" in first.text
+    assert "late output" not in first.text
+    assert second == ToolResult("b", "released")
+
+
+async def test_hanging_sync_tools_are_abandoned_then_sync_tools_run_exclusive(
+    tmp_path: Path,
+) -> None:
+    """A sync tool that hangs is answered at its deadline; its thread is counted as
+    abandoned; at the cap, sync tools run exclusive (never two at once), and once
+    the thread ends they overlap again (proved by a rendezvous)."""
+    hang_release = threading.Event()
+    lock = threading.Lock()
+    active = [0]
+    peak = [0]
+    rendezvous = threading.Barrier(2, timeout=20)
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access(), timeout=0.05)
+    def hang() -> str:
+        """Hangs until the test releases it."""
+        hang_release.wait(60)
+        return "late"
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    def work(meet: bool) -> str:
+        """Counts how many run at once; with `meet`, waits for the other one."""
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        try:
+            if meet:
+                rendezvous.wait()
+        finally:
+            with lock:
+                active[0] -= 1
+        return "ok"
+
+    dispatcher = tw.Dispatcher(tw.ConcurrencyConfig(max_abandoned_threads=1))
+    config = tw.AgentConfig(dispatcher=dispatcher)
+    state = SessionState(workspace=tmp_path)
+    first = ScriptedModel(
+        [
+            use(call("h", "hang")),
+            use(*(call("w", "work", meet=False) for _ in range(4))),
+            say("done"),
+        ]
+    )
+    try:
+        result = await tw.Agent(first, [hang, work], config=config, state=state).run(
+            "go"
+        )
+        assert result.completion_reason is tw.CompletionReason.COMPLETED
+        timed_out, *worked = [r for m in result.messages for r in m.tool_results]
+        assert timed_out.is_error and "abandoned" in timed_out.text
+        assert [r.text for r in worked] == ["ok"] * 4
+        assert peak[0] == 1  # exclusive while the abandoned thread runs
+        stats = dispatcher.statistics()
+        assert (stats.abandoned_threads, stats.abandoned_threads_total) == (1, 1)
+
+        hang_release.set()
+        host = dispatcher._host
+        assert host is not None
+        assert await anyio.to_thread.run_sync(host.threads.wait_abandoned_ended, 20)
+        assert dispatcher.statistics().abandoned_threads == 0
+        second = ScriptedModel(
+            [use(call("w", "work", meet=True), call("w", "work", meet=True)), say("ok")]
+        )
+        again = await tw.Agent(second, [hang, work], config=config, state=state).run(
+            "go"
+        )
+        assert [r.text for r in again.messages[-2].tool_results] == ["ok", "ok"]
+        assert peak[0] == 2  # they met: overlap is back
+        assert dispatcher.statistics().abandoned_threads_total == 1
+    finally:
+        hang_release.set()
+        await dispatcher.aclose()
