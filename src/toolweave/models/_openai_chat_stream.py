@@ -77,14 +77,15 @@ class ChatStreamMapper:
         self, chunk: ChatCompletionChunk
     ) -> tuple[StreamChunk, ...] | list[StreamChunk]:
         """Chunks for one SDK chunk."""
-        if self._model is None:
-            self._model = chunk.model
+        if not self._model:
+            # Azure leads with a prompt-filter chunk whose id and model are blank.
+            self._model = chunk.model or None
             self._calls.response_id = chunk.id or None
         if chunk.usage is not None:
             self._usage = _usage(chunk.usage)
-        if not chunk.choices:
+        choice = _first_choice(chunk.choices)
+        if choice is None:
             return _NOTHING
-        choice = chunk.choices[0]
         delta = choice.delta
         if choice.finish_reason is not None:
             self._finish = choice.finish_reason
@@ -189,6 +190,19 @@ class ChatStreamMapper:
         numbers = [self._blocks.of(("call", slot.key))]
         numbers += [self._blocks.fresh() for _ in calls[1:]]
         return [ToolUseReady(c, block=n) for c, n in zip(calls, numbers, strict=True)]
+
+
+def _first_choice(choices: list[Any]) -> Any:
+    """Choice 0 of the chunk, or None.
+
+    A stream with several choices (``n > 1``) interleaves them one per chunk;
+    the response is choice 0's, so the others are skipped rather than mixed
+    into it. A server that leaves the index out means its only choice.
+    """
+    for choice in choices:
+        if choice.index is None or choice.index == 0:
+            return choice
+    return None
 
 
 def _is_new_call(slot: _Slot, call_id: str | None) -> bool:
