@@ -40,6 +40,7 @@ import functools
 import re
 import shlex
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,7 @@ __all__ = [
     "Script",
     "SimpleCommand",
     "Unparsed",
+    "condition_evaluates",
     "literal_word",
     "parse_script",
 ]
@@ -106,9 +108,13 @@ class Script:
     last: SimpleCommand | None
     """The command whose status is the input's status, if it is a simple one."""
     opaque: bool = False
-    """True if bash may see commands the tree does not show: ``((``/``$((`` that
+    """True if bash may run commands the tree does not show. ``((``/``$((`` that
     is not valid arithmetic is re-read by bash as nested subshells (``((rm x))``
-    runs ``rm``). Permission rules treat such input as unparseable."""
+    runs ``rm``); and every context that evaluates text as arithmetic or as an
+    array subscript runs the ``$(...)`` inside that text, even when it came
+    quoted or from a variable's value (``x='a[$(rm y)]'; [[ $x -eq 1 ]]``,
+    ``test -v 'a[$(rm y)]'``, ``${!x}``, ``${x@P}``, ``${s:x}``). Permission
+    rules treat such input as unparseable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,12 +160,17 @@ def literal_word(raw: str) -> str | None:
                 return None
             out.append(raw[i + 1])
             i += 2
-        elif char in _UNQUOTED_SPECIAL or char.isspace() or (char == "~" and i == 0):
+        elif char in _UNQUOTED_SPECIAL or char.isspace() or _tilde(raw, i):
             return None
         else:
             out.append(char)
             i += 1
     return "".join(out)
+
+
+def _tilde(raw: str, i: int) -> bool:
+    """An unquoted ``~`` bash expands: a word's start, or after ``=``/``:`` (``a=~/x``)."""
+    return raw[i] == "~" and (i == 0 or raw[i - 1] in "=:")
 
 
 def _double_quoted(raw: str, i: int, out: list[str]) -> int:
@@ -261,7 +272,7 @@ def _parse(command: str) -> Script | Unparsed:
         tuple(walker.commands),
         tuple(walker.hazards),
         _last(root, source),
-        opaque="arithmetic" in walker.hazards,
+        opaque="arithmetic" in walker.hazards or bool(walker.evaluates),
     )
 
 
@@ -315,6 +326,8 @@ class _Walker:
         self.hazards: list[str] = []
         self.unread = ""
         """Why the tree cannot be trusted to show every command (empty: it can)."""
+        self.evaluates: list[str] = []
+        """Contexts that evaluate text as code (see `Script.opaque`)."""
 
     def text(self, node: tree_sitter.Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8")
@@ -351,6 +364,8 @@ class _Walker:
             return self.command(node)
         if kind in _HAZARDS:
             self.hazard(_HAZARDS[kind])
+            if kind == "subscript":
+                self.evaluates.append("an array subscript")
             if kind in ("declaration_command", "unset_command"):
                 self.keyword_command(node)
             return list(node.children)
@@ -364,6 +379,8 @@ class _Walker:
                 r"\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+)\}", self.text(node)
             ):
                 self.hazard("a parameter expansion with an operator")
+            if _EVALUATING_EXPANSION.match(self.text(node)):
+                self.evaluates.append("an indirect, prompt or substring expansion")
             return list(node.children)
         if kind == "process_substitution":
             if self.text(node).startswith(">"):
@@ -397,6 +414,8 @@ class _Walker:
 
     def add(self, words: list[tree_sitter.Node]) -> None:
         raws = tuple(self.text(w) for w in words)
+        if any(self.named_fd(w) for w in words):
+            self.hazard("an assignment ({var}> names a file descriptor)")
         if any(_loose_whitespace(r) for r in raws):
             self.unread = "a word tree-sitter split differently from bash"
         spans = tuple((w.start_byte, w.end_byte) for w in words)
@@ -405,6 +424,15 @@ class _Walker:
             for w, r in zip(words, raws, strict=True)
         )
         self.commands.append(SimpleCommand(values, raws, spans))
+
+    def named_fd(self, word: tree_sitter.Node) -> bool:
+        """``{x}>f``: bash reads the word as a redirection that assigns ``x``.
+
+        tree-sitter shows ``{x}`` as an argument and the redirection apart; the
+        two are glued in the source (``{x} >f`` is an argument and a redirection).
+        """
+        glued = self.source[word.end_byte : word.end_byte + 1] in (b"<", b">")
+        return glued and _NAMED_FD.fullmatch(self.text(word)) is not None
 
     def keyword_command(self, node: tree_sitter.Node) -> None:
         self.add([c for c in node.children if c.type != "comment"])
@@ -440,6 +468,8 @@ class _Walker:
         expanded operands; its children are walked for the commands inside.
         """
         text = self.text(node)
+        if condition_evaluates(_test_tokens(text), double=text.startswith("[[")):
+            self.evaluates.append("a test that may evaluate a subscript")
         if text.startswith("[["):
             self.hazard("[[ ]] (may evaluate arithmetic and subscripts)")
             return self.substitutions(node)
@@ -480,6 +510,57 @@ def _loose_whitespace(raw: str) -> bool:
     """
     return raw[:1].isspace() or raw[-1:].isspace()
 
+
+_EVALUATING_EXPANSION = re.compile(
+    r"\$\{(?:!|[^}]*@|#?[A-Za-z_][A-Za-z0-9_]*:(?![-=?+]))"
+)
+"""``${!x}`` (the value names a variable: ``a[$(rm y)]``), ``${x@P}`` (prompt
+expansion runs ``$(...)``), ``${x:off:len}`` (arithmetic on variable values)."""
+
+_SUBSCRIPT_TESTS = frozenset({"-v", "-R"})
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_TEST_OPERATORS = frozenset({"=", "==", "!=", "<", ">", "!", "(", ")"})
+_TOKEN = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'|\S+")
+
+
+def _test_tokens(text: str) -> list[str]:
+    """The words of a ``[ ]`` / ``[[ ]]`` as written (quotes kept), brackets dropped."""
+    tokens = _TOKEN.findall(text)
+    return [t for t in tokens if t not in ("[", "]", "[[", "]]")]
+
+
+def condition_evaluates(raws: Sequence[str], *, double: bool) -> bool:
+    """Could `test` / ``[ ]`` (or ``[[ ]]``, `double`) with these words evaluate code?
+
+    ``-v``/``-R`` evaluate a subscript, and ``[[``'s ``-eq`` family evaluates
+    arithmetic on its operands' values: either runs the ``$(...)`` of a string
+    such as ``a[$(rm y)]``. In ``[[ ]]`` operators are fixed before expansion,
+    so only those operators (and a ``[`` that may be a subscript) count. In
+    ``test``/``[ ]`` an expansion may itself become ``-v``: it is safe only
+    double-quoted (one word) and next to a literal operator.
+    """
+    for i, raw in enumerate(raws):
+        if raw in _SUBSCRIPT_TESTS:
+            return True
+        if double:
+            if raw in _ARITHMETIC_TESTS or "[" in raw:
+                return True
+            continue
+        if "$" in raw or "`" in raw:
+            quoted = len(raw) > 1 and raw[0] == raw[-1] == '"'
+            near = [*raws[i - 1 : i], *raws[i + 1 : i + 2]]
+            if not quoted or not any(_literal_operator(n) for n in near):
+                return True
+    return False
+
+
+def _literal_operator(raw: str) -> bool:
+    return raw in _TEST_OPERATORS or (
+        raw.startswith("-") and not any(c in raw for c in "$`\"'")
+    )
+
+
+_NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 _NOT_WORDS = frozenset(
     {"file_redirect", "heredoc_redirect", "herestring_redirect", "variable_assignment",

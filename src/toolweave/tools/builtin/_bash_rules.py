@@ -26,10 +26,11 @@ every deny rule of the tool does (fail closed).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from ._bash_options import OptionSpec, first_operand, spec
-from ._bash_parse import Unparsed, parse_script
+from ._bash_parse import Unparsed, condition_evaluates, parse_script
 
 __all__ = ["CommandParts", "ShellCommand", "command_parts"]
 
@@ -41,7 +42,16 @@ MAX_DEPTH = 4
 MAX_PARTS = 4096
 """More candidate commands than this: treated as unparseable."""
 
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "busybox"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash"})
+
+_STRING_OPTIONS: dict[str, frozenset[str]] = {
+    "env": frozenset({"-S", "--split-string"}),
+    "flock": frozenset({"-c", "--command"}),
+    "script": frozenset({"-c", "--command"}),
+    "su": frozenset({"-c", "--command", "-C", "--session-command"}),
+    "runuser": frozenset({"-c", "--command", "-C", "--session-command"}),
+}
+"""Options whose value is a command line the wrapper runs (``flock l -c 'rm x'``)."""
 
 _TRANSPARENT: dict[str, tuple[OptionSpec, int]] = {
     "timeout": (spec("fv", "sk", "foreground preserve-status verbose",
@@ -55,6 +65,8 @@ _TRANSPARENT: dict[str, tuple[OptionSpec, int]] = {
     "stdbuf": (spec("", "ioe", "", "input output error"), 0),
     "coproc": (spec(), 0),
     "!": (spec(), 0),  # tree-sitter reads the second ! of `! ! cmd` as a command
+    "busybox": (spec(), 0),  # a multiplexer: ``busybox rm x`` is ``rm x``
+    "toybox": (spec(), 0),
 }  # fmt: skip
 """Wrappers whose inner command alone must be allowed: (options, operands before it)."""
 
@@ -88,6 +100,19 @@ _WRAPPERS: dict[str, tuple[OptionSpec, int]] = {
     "taskset": (spec("acp", "", "all-tasks cpu-list pid"), 1),
     "numactl": (spec("al", "CcimNnpP"), 0),
     "prlimit": (spec(), 0),
+    "script": (spec("aeEfqT", "cBIOt", "append return echo flush quiet",
+                    "command log-in log-out log-timing timing"), 0),
+    "nsenter": (spec("aFZmuinpUCTr", "tSGwe", "all no-fork preserve-credentials",
+                     "target setuid setgid wd"), 0),
+    "ltrace": (spec("bcCfhiLrStTV", "aAeDlnoOpsuwx"), 0),
+    "valgrind": (spec("qv"), 0),
+    "fakeroot": (spec("", "is", "", "lib faked"), 0),
+    "faketime": (spec("mf"), 1),
+    "torsocks": (spec("i", "uPpa"), 0),
+    "proxychains": (spec("q", "f"), 0),
+    "proxychains4": (spec("q", "f"), 0),
+    "dbus-run-session": (spec("", "", "", "config-file dbus-daemon"), 0),
+    "xvfb-run": (spec("as", "fenpw", "auto-servernum", "server-args"), 0),
     "systemd-run": (spec("GPqrStu", "Epu", "user scope pty pipe wait quiet",
                          "unit property setenv"), 0),
 }  # fmt: skip
@@ -138,14 +163,23 @@ class _Collector:
         if isinstance(parsed, Unparsed) or parsed.opaque:
             raise _TooComplex
         for command in parsed.commands:
-            self.command(command.words, depth, exact=exact)
+            self.command(command.words, depth, exact=exact, raws=command.raw)
 
-    def command(self, words: Words, depth: int, *, exact: bool) -> None:
-        """Add one simple command and whatever it runs."""
+    def command(
+        self,
+        words: Words,
+        depth: int,
+        *,
+        exact: bool,
+        raws: tuple[str, ...] | None = None,
+    ) -> None:
+        """Add one simple command and whatever it runs (`raws`: its words as written)."""
         if depth > MAX_DEPTH:
             raise _TooComplex
         if not words:
             return
+        if _evaluates(words, raws):
+            raise _TooComplex
         self.add_possible(words)
         name = words[0]
         if name is not None and "/" in name:
@@ -161,6 +195,11 @@ class _Collector:
 
     def _runs_code(self, name: str, words: Words, depth: int, *, exact: bool) -> bool:
         """Handle a command that runs other code (shell, eval, trap, wrapper)."""
+        if name in _STRING_OPTIONS:
+            for line in _option_values(words, _STRING_OPTIONS[name]):
+                self.script(line, depth + 1, exact=exact)
+        if name == "watch":  # watch runs its operands joined, through ``sh -c``
+            self._eval(words, depth, exact=exact)
         if name in _SHELLS:
             return self._shell(words, depth, exact=exact)
         if name == "eval":
@@ -193,7 +232,12 @@ class _Collector:
                     raise _TooComplex
                 self.script(str(words[i + 1]), depth + 1, exact=exact)
                 found = True
-        if not found and _script_file(words) is None:
+        operand = _script_file(words)
+        if (
+            found and operand is not None
+        ):  # ``bash -c -- 'rm x'``, ``bash -c -e 'rm x'``
+            self.script(operand, depth + 1, exact=exact)
+        if not found and operand is None:
             raise _TooComplex  # it reads its commands from stdin: unknown code
         return found
 
@@ -249,20 +293,105 @@ class _Collector:
             i += 1
 
 
+_NAME_TAKERS = frozenset(
+    {"read", "mapfile", "readarray", "unset", "getopts", "wait", "printf", "declare",
+     "typeset", "local", "export", "readonly"}
+)  # fmt: skip
+"""Builtins whose operands bash may read as variable names, subscripts included:
+``read 'a[$(rm y)]'`` runs ``rm``."""
+
+_REDEFINERS = frozenset({"let", "alias", "fc", "history", "hash", "enable"})
+"""Builtins that evaluate text as code or change what a later word runs: ``let``
+does arithmetic, ``alias`` (with ``expand_aliases``), ``fc -s`` reruns history
+text, ``hash -p`` and ``enable -f`` rebind a command name to another program."""
+
+
+def _evaluates(words: Words, raws: tuple[str, ...] | None) -> bool:
+    """True if bash may run code hidden in this command's words (see `_NAME_TAKERS`).
+
+    Such input is unparseable for the rules: no allow rule matches it, every
+    deny rule does.
+    """
+    name, args = words[0], words[1:]
+    if name in _REDEFINERS:
+        return True
+    known = raws if raws is not None and len(raws) == len(words) else None
+    if name in ("test", "["):
+        if known is not None:
+            return condition_evaluates(known[1:], double=False)
+        return any(a is None or a in ("-v", "-R") or "[" in a for a in args)
+    if name == "printf":  # only ``-v`` takes a name; an unknown format may be -v
+        return bool(args) and (args[0] is None or args[0].startswith("-v"))
+    if name not in _NAME_TAKERS:
+        return False
+    if name in ("read", "mapfile", "readarray", "unset", "getopts", "wait"):
+        return any(a is None or "[" in a for a in args)
+    return _declaration_evaluates(args, known[1:] if known else None)
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+def _declaration_evaluates(args: Words, raws: tuple[str, ...] | None) -> bool:
+    """declare/export/local...: ``-i``/``-n``/arrays, or a name that may hold a subscript."""
+    for i, arg in enumerate(args):
+        if arg is None:
+            if raws is None or not _ASSIGNMENT.match(raws[i]):
+                return True  # the name itself comes from an expansion
+            continue
+        if arg[:1] in "-+" and "=" not in arg:
+            if any(c in arg for c in "inaA"):
+                return True
+            continue
+        target, _, value = arg.partition("=")
+        if "[" in target or value.startswith("("):
+            return True
+    return False
+
+
 _SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
 def _script_file(words: Words) -> str | None:
     """The script file a shell runs (its first operand), None if it reads stdin."""
     skip = False
-    for word in words[1:]:
+    for i, word in enumerate(words[1:], start=1):
         if skip:
             skip = False
+        elif word == "--":
+            after = words[i + 1] if i + 1 < len(words) else None
+            return after
         elif word in _SHELL_VALUED:
             skip = True
         elif word is not None and not word.startswith(("-", "+")):
             return word
     return None
+
+
+def _option_values(words: Words, names: frozenset[str]) -> list[str]:
+    """Values of the options `names` (``-c v``, ``-cv``, ``--command=v``, ``--command v``).
+
+    Raises:
+        _TooComplex: a value depends on an expansion.
+    """
+    values: list[str | None] = []
+    for i, word in enumerate(words[1:], start=1):
+        if word is None:
+            continue
+        following = words[i + 1] if i + 1 < len(words) else None
+        name, eq, glued = word.partition("=")
+        if word.startswith("--"):
+            if word in names:
+                values.append(following)
+            elif eq and name in names:
+                values.append(glued)
+        elif word.startswith("-"):  # a cluster: -qc VALUE, -cVALUE
+            at = next((j for j, c in enumerate(word[1:], 2) if f"-{c}" in names), None)
+            if at is not None:
+                values.append(word[at:] or following)
+    if None in values:
+        raise _TooComplex
+    return [str(v) for v in values]
 
 
 @functools.lru_cache(maxsize=256)

@@ -11,7 +11,12 @@ _SED_ADDRESS = re.compile(
     r"(?:\s*,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/[IM]*|[+~]\d+))?\s*!?\s*"
 )
 _SED_SIMPLE = set("pdqQ=lnNPDhHgGxz}")
-_SED_TO_EOL = set("aicrRbtT:")  # text, a file to read, or a label, up to the line end
+_SED_TO_EOL = set("aic")  # text up to the line end
+_SED_FILE = set("rR")  # a file to read, up to the line end
+_SED_LABEL = set("btT:")
+_SED_LABEL_END = re.compile(r"[ \t]*[^\s;}#]*")
+"""GNU sed ends a label at a blank, ``;``, ``}`` or ``#`` (``b x; w out`` writes):
+ending it at the first of these reads *more* of the script as commands."""
 _SED_S_FLAGS = re.compile(r"[gpiImM0-9]*")
 
 
@@ -39,9 +44,15 @@ def _sed_command_end(script: str, i: int) -> int:
             return -1
         flags = _SED_S_FLAGS.match(script, i)
         return flags.end() if flags else i
-    if cmd in _SED_TO_EOL:
+    if cmd in _SED_LABEL:
+        label = _SED_LABEL_END.match(script, i + 1)
+        return label.end() if label else -1
+    if cmd in _SED_TO_EOL or cmd in _SED_FILE:
         end = script.find("\n", i)
-        return len(script) if end < 0 else end
+        end = len(script) if end < 0 else end
+        if cmd in _SED_FILE and any(c in script[i:end] for c in ";}#"):
+            return -1  # a file name that another sed might end early
+        return end
     if cmd in _SED_SIMPLE:
         i += 1
         while i < len(script) and script[i].isdigit():

@@ -1,0 +1,263 @@
+"""Red-team tables for the bash classifier and the bash permission rules (issue 11).
+
+Each row is a hole found by attacking the merged implementation; the fix is to
+the mechanism (a family), and the rows show members of each family. Where a
+row claims bash does something (writes, runs a hidden command), a proof test
+runs it in a temporary directory with a harmless ``touch`` and checks.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from toolweave.execution import PermissionRules
+from toolweave.tools.builtin import ShellCommand
+from toolweave.tools.builtin._bash_classifier import is_read_only
+
+# -- classifier: writers it called read-only ---------------------------------------
+
+WRITERS = [
+    # {var}> names a file descriptor: an assignment (PATH=11 makes `ls` run ./11/ls)
+    "true {PATH}>/dev/null; ls",
+    "ls {x}>/dev/null",
+    "cat {fd}</etc/passwd",
+    "echo hi {x}>&2",
+    "ls {a}<&0",
+    "ls {_y9}>/dev/null x",
+    # GNU sed ends a b/t/T/: label at ';' or a blank: the rest is commands
+    "sed 'b x;w out' f",
+    "sed 'b x; w out' f",
+    "sed -n ':a;w out' f",
+    "sed 't x;w out' f",
+    "sed 'T;w out' f",
+    "sed -n 'bx}w out' f",
+    "sed -e 'b end; w out' -e ':end' f",
+    "sed 'b\tx;w out' f",
+    # a file name that another sed could end early
+    "sed 'r in;w out' f",
+    "sed 'R in}w out' f",
+]
+
+READERS = [
+    "ls {x} >/dev/null",  # a word and a redirection, not a named descriptor
+    "echo {a,b}",
+    "sed 'b end; :end' f",
+    "sed -n ':a;N;$!ba;p' f",
+    "sed -n '/x/b skip; p; :skip' f",
+    "sed 't;T;p' f",
+    "sed 'r in' f",
+    "sed '/x/r other.txt' f",
+    "cat a=~/x",  # still only reads (the tilde is expanded, not an option)
+]
+
+
+@pytest.mark.parametrize("command", WRITERS)
+def test_found_writers_are_exclusive(command: str) -> None:
+    assert not is_read_only(command)
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_nearby_readers_stay_read_only(command: str) -> None:
+    assert is_read_only(command)
+
+
+def _bash(command: str, cwd: Path) -> None:
+    subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+
+
+SED_PROOFS = [
+    "sed 'b x;w out' f",
+    "sed 'b x; w out' f",
+    "sed -n ':a;w out' f",
+    "sed 't x;w out' f",
+    "sed 'T;w out' f",
+    "sed -e 'b end; w out' -e ':end' f",
+    "sed 'b\tx;w out' f",
+]
+
+
+@pytest.mark.skipif(shutil.which("sed") is None, reason="needs sed")
+@pytest.mark.parametrize("command", SED_PROOFS)
+def test_the_sed_rows_really_write(command: str, tmp_path: Path) -> None:
+    """Proof that the rows are writers under GNU sed (w opens its file at compile time)."""
+    version = subprocess.run(["sed", "--version"], capture_output=True, text=True)
+    if "GNU" not in version.stdout:
+        pytest.skip("not GNU sed")
+    assert command in WRITERS
+    (tmp_path / "f").write_text("x\n")
+    _bash(command, tmp_path)
+    assert (tmp_path / "out").exists()
+
+
+def test_a_named_descriptor_really_assigns(tmp_path: Path) -> None:
+    out = subprocess.run(
+        ["bash", "-c", 'true {PATH}>/dev/null; printf %s "$PATH"'],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    assert out.stdout.isdigit()
+
+
+# -- rules: commands bash runs that the rules did not see --------------------------
+
+RULES = PermissionRules(
+    deny=["bash(rm:*)"],
+    allow=[
+        f"bash({name}:*)"
+        for name in (
+            "echo", "ls", "cat", "true", "test", "[", "printf", "read", "let",
+            "declare", "local", "export", "typeset", "readonly", "unset", "mapfile",
+            "readarray", "wait", "getopts", "x", "y", "alias", "shopt", "history",
+            "fc", "hash", "enable", "r", "flock", "script", "su", "env", "watch",
+            "busybox", "toybox", "bash", "nsenter", "ltrace", "valgrind",
+        )
+    ],
+)  # fmt: skip
+
+HIDDEN_RM = [
+    # text bash evaluates as arithmetic or a subscript runs its $(...)
+    "test -v 'a[$(rm x)]'",
+    "[ -v 'a[$(rm x)]' ]",
+    "test -R 'a[$(rm x)]'",
+    "x='a[$(rm x)]'; test -v \"$x\"",
+    "x='a[$(rm x)]'; [ -v \"$x\" ]",
+    "test \"$a\" 'a[$(rm x)]'",
+    "[ $a 'a[$(rm x)]' ]",
+    "printf -v 'a[$(rm x)]' x",
+    "printf \"$fmt\" 'a[$(rm x)]' x",
+    "read 'a[$(rm x)]' <<< 1",
+    "read -r 'a[$(rm x)]' < f",
+    "mapfile -t 'a[$(rm x)]' < f",
+    "readarray 'a[$(rm x)]' < f",
+    "unset 'a[$(rm x)]'",
+    "wait -p 'a[$(rm x)]'",
+    "getopts a 'b[$(rm x)]'",
+    "let 'a[$(rm x)]'",
+    "let x=1",
+    "declare -i v='a[$(rm x)]'",
+    "declare -n r='a[$(rm x)]'; echo $r",
+    "typeset -i v='a[$(rm x)]'",
+    "local -i v='a[$(rm x)]'",
+    "export 'a[$(rm x)]'=1",
+    "declare -a a='([$(rm x)]=1)'",
+    'declare "$n"=1',
+    "x='a[$(rm x)]'; [[ $x -eq 1 ]]",
+    "[[ 1 -lt $y ]]",
+    "[[ -v 'a[$(rm x)]' ]]",
+    "x='a[$(rm x)]'; echo ${!x}",
+    "x='$(rm x)'; echo ${x@P}",
+    "x='a[$(rm x)]'; echo ${y:x}",
+    "x='a[$(rm x)]'; echo ${y:0:x}",
+    "x='a[$(rm x)]'; echo ${#y:x}",
+    "x='a[$(rm x)]'; echo ${a[x]}",
+    "x='a[$(rm x)]'; echo ${y[@]:x}",
+    "echo ${!prefix@}",
+    # builtins that rebind names or rerun text
+    "shopt -s expand_aliases\nalias r='rm x'\nr",
+    "alias ls='rm x'",
+    "history -s 'rm x'; fc -s",
+    "fc -s rm",
+    "hash -p /bin/rm ls; ls x",
+    "enable -f ./evil.so ls; ls",
+    # through a wrapper, the same holds
+    "command test -v 'a[$(rm x)]'",
+    "builtin read 'a[$(rm x)]' <<< 1",
+    "builtin let x=1",
+    # wrappers whose option value or operands are a command line
+    "bash -c -- 'rm x'",
+    "bash -c -e 'rm x'",
+    "sh -c -x -- 'rm x'",
+    "busybox rm x",
+    "busybox sh -c 'rm x'",
+    "toybox rm x",
+    "env --split-string='rm x'",
+    "env -S 'echo hi; rm x'",
+    "env -S'rm x'",
+    "flock /tmp/l -c 'echo hi; rm x'",
+    "flock --command='echo; rm x' /tmp/l",
+    "script -qc 'echo; rm x' /dev/null",
+    "script --command 'echo; rm x'",
+    "su -c 'echo; rm x'",
+    "watch -n 1 echo hi\\; rm x",
+    "nsenter -t 1 -m rm x",
+    "ltrace rm x",
+    "valgrind -q rm x",
+]
+
+
+@pytest.mark.parametrize("command", HIDDEN_RM)
+def test_a_deny_rule_holds_where_bash_would_run_the_command(command: str) -> None:
+    verdict = RULES.match(("bash",), ShellCommand(command))
+    assert verdict is not None
+    assert verdict.behavior == "deny"
+
+
+@pytest.mark.parametrize("command", HIDDEN_RM)
+def test_an_allow_rule_never_covers_hidden_code(command: str) -> None:
+    rules = PermissionRules(allow=RULES_ALLOW)
+    verdict = rules.match(("bash",), ShellCommand(command))
+    assert verdict is None or verdict.behavior != "allow"
+
+
+RULES_ALLOW = [rule.text for rule in RULES.allow]
+
+STILL_ALLOWED = [
+    'export PATH="$HOME/bin:$PATH"',
+    "export A=1 B=2",
+    "local x=$(echo hi)",
+    "declare -r X=1",
+    "printf '%s\\n' \"$x\"",
+    '[ -f "$f" ] && echo yes',
+    '[ "$a" = "$b" ] && echo yes',
+    'test -n "$x"',
+    "[[ -f x ]] && echo y",
+    "[[ $a == b ]] && echo y",
+    "echo ${x:-default} ${x%.py} ${#x} ${x}",
+    "read -r line < f",
+    "unset x",
+    "bash -c 'echo hi'",
+    "busybox echo hi",
+    "env -S 'echo hi'",
+]
+
+
+@pytest.mark.parametrize("command", STILL_ALLOWED)
+def test_ordinary_forms_are_still_allowed(command: str) -> None:
+    verdict = RULES.match(("bash",), ShellCommand(command))
+    assert verdict is not None
+    assert verdict.behavior == "allow"
+
+
+PROOFS = [
+    "test -v 'a[$(touch hit)]'",
+    "x='a[$(touch hit)]'; [[ $x -eq 1 ]]",
+    "x='a[$(touch hit)]'; echo ${!x}",
+    "x='$(touch hit)'; echo ${x@P}",
+    "x='a[$(touch hit)]'; y=abc; echo ${y:x}",
+    "read 'a[$(touch hit)]' <<< 1",
+    "printf -v 'a[$(touch hit)]' x",
+    "declare -i v='a[$(touch hit)]'",
+    "let 'a[$(touch hit)]'",
+    "shopt -s expand_aliases\nalias r='touch hit'\nr",
+    "bash -c -- 'touch hit'",
+]
+
+
+@pytest.mark.parametrize("command", PROOFS)
+def test_the_hidden_commands_really_run(command: str, tmp_path: Path) -> None:
+    """Proof that bash runs the hidden command in each family above."""
+    _bash(command, tmp_path)
+    assert (tmp_path / "hit").exists()
