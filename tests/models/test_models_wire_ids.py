@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolweave.messages import Message, Text, ToolCall, ToolResult
-from toolweave.models import unique_call_ids
+from toolweave.models import ANTHROPIC_IDS, CHAT_IDS, unique_call_ids
 
 
 def turn(*ids: str) -> list[Message]:
@@ -85,3 +85,83 @@ def test_wire_ids_are_unique_paired_and_append_stable(turns: list[list[str]]) ->
     for cut in range(1, len(messages) + 1):
         prefix_calls, _ = wire_ids(messages[:cut])
         assert calls[: len(prefix_calls)] == prefix_calls
+
+
+SPELLING_TABLE = [
+    # (spelling, turns of ids, expected wire ids)
+    pytest.param(
+        "anthropic",
+        [["functions.read:0", "functions.read:1"]],
+        ["functions_read_0", "functions_read_1"],
+        id="kimi-style ids",
+    ),
+    pytest.param(
+        "anthropic", [["a.b", "a_b"]], ["a_b", "a_b_2"], id="respelled meets a real id"
+    ),
+    pytest.param(
+        "anthropic",
+        [["call 0", "call 0"], ["call/0"]],
+        ["call_0", "call_0_2", "call_0_3"],
+        id="repeats of a respelled id",
+    ),
+    pytest.param("anthropic", [["é", ""]], ["_", "call_1"], id="non-ascii and empty"),
+    pytest.param(
+        "chat",
+        [["fc_" + "x" * 50, "fc_" + "x" * 50]],
+        ["fc_" + "x" * 37, "fc_" + "x" * 35 + "_2"],
+        id="responses ids too long",
+    ),
+    pytest.param(
+        "chat",
+        [["y" * 38 + "_2"], ["y" * 41]],
+        ["y" * 38 + "_2", "y" * 40],
+        id="truncated, no clash",
+    ),
+    pytest.param(
+        "chat",
+        [["z" * 45], ["z" * 40]],
+        ["z" * 40, "z" * 38 + "_2"],
+        id="truncated meets the real one",
+    ),
+    pytest.param("chat", [["a.b:0"]], ["a.b:0"], id="chat keeps any characters"),
+]
+
+
+@pytest.mark.parametrize(("provider", "turns", "expected"), SPELLING_TABLE)
+def test_ids_are_spelled_as_the_provider_accepts(
+    provider: str, turns: list[list[str]], expected: list[str]
+) -> None:
+    spelling = {"anthropic": ANTHROPIC_IDS, "chat": CHAT_IDS}[provider]
+    messages = [Message("user", "go")] + [m for ids in turns for m in turn(*ids)]
+    out = unique_call_ids(messages, spelling)
+    calls = [c.id for m in out for c in m.tool_calls]
+    assert calls == expected
+    assert [r.call_id for m in out for r in m.tool_results] == expected
+    assert len(set(calls)) == len(calls)
+    for call_id in calls:
+        assert spelling.spell(call_id) == call_id  # valid for the provider
+    # the transcript keeps the model's ids
+    assert [c.id for m in messages for c in m.tool_calls] == [
+        i for ids in turns for i in ids
+    ]
+
+
+@given(
+    st.lists(
+        st.lists(st.text(max_size=60), min_size=1, max_size=4), min_size=1, max_size=4
+    ),
+    st.sampled_from(["anthropic", "chat"]),
+)
+def test_property_any_ids_reach_any_provider_valid_and_paired(
+    turns: list[list[str]], provider: str
+) -> None:
+    spelling = {"anthropic": ANTHROPIC_IDS, "chat": CHAT_IDS}[provider]
+    messages = [Message("user", "go")] + [m for ids in turns for m in turn(*ids)]
+    out = unique_call_ids(messages, spelling)
+    calls = [c.id for m in out for c in m.tool_calls]
+    assert len(set(calls)) == len(calls) and all(calls)
+    assert all(spelling.spell(c) == c for c in calls)
+    assert [r.call_id for m in out for r in m.tool_results] == calls
+    longer = messages + turn("next")  # append-stable: earlier wire ids never move
+    again = [c.id for m in unique_call_ids(longer, spelling) for c in m.tool_calls]
+    assert again[: len(calls)] == calls

@@ -29,6 +29,9 @@ from ._retry import RetryStatistics as RetryStatistics
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import ScriptStep as ScriptStep
 from ._warnings import forward_warnings as forward_warnings
+from ._wire_ids import ANTHROPIC_IDS as ANTHROPIC_IDS
+from ._wire_ids import CHAT_IDS as CHAT_IDS
+from ._wire_ids import IdSpelling as IdSpelling
 from ._wire_ids import unique_call_ids as unique_call_ids
 
 if TYPE_CHECKING:
@@ -55,9 +58,12 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "ANTHROPIC_IDS",
+    "CHAT_IDS",
     "AnthropicModel",
     "Capabilities",
     "ChunkAggregator",
+    "IdSpelling",
     "Model",
     "ModelRequest",
     "OpenAIChatModel",

@@ -8,7 +8,7 @@ from typing import Any
 from .._exceptions import BadRequestError
 from ..messages import Image, Message, Text, Thinking, ToolCall, ToolResult
 from ._base import ModelRequest
-from ._wire_ids import unique_call_ids
+from ._wire_ids import ANTHROPIC_IDS, unique_call_ids
 
 __all__ = ["anthropic_messages", "anthropic_params"]
 
@@ -77,7 +77,7 @@ def anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     dropped. Empty text blocks, which the API rejects, are dropped.
     """
     out: list[dict[str, Any]] = []
-    for message in unique_call_ids(messages):
+    for message in unique_call_ids(messages, ANTHROPIC_IDS):
         if isinstance(message.content, str):
             out.append({"role": message.role, "content": message.content})
             continue

@@ -9,7 +9,7 @@ from .._exceptions import BadRequestError
 from ..messages import Image, Message, Text, Thinking, ToolCall, ToolResult
 from ._base import ModelRequest
 from ._repair import dump_arguments
-from ._wire_ids import unique_call_ids
+from ._wire_ids import CHAT_IDS, unique_call_ids
 
 __all__ = ["MaxTokensField", "chat_messages", "chat_params", "image_url"]
 
@@ -101,7 +101,7 @@ def chat_messages(
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
-    for message in unique_call_ids(messages):
+    for message in unique_call_ids(messages, CHAT_IDS):
         if isinstance(message.content, str):
             out.append({"role": message.role, "content": message.content})
         elif message.role == "assistant":
