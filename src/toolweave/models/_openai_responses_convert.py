@@ -107,7 +107,28 @@ def _assistant(message: Message) -> list[dict[str, Any]]:
                     "arguments": dump_arguments(block),
                 }
             )
-    return items
+    return _followed_reasoning(items)
+
+
+def _followed_reasoning(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`items` without the reasoning items whose following item is not among them.
+
+    The API rejects a reasoning item sent without the item it produced ("was
+    provided without its required following item"). The transcript keeps only
+    messages and function calls, so a reasoning item that led to a hosted
+    tool's item (web search, file search, ...) arrives next to another
+    reasoning item or last; such an item is dropped (the model loses that
+    reasoning, not the request). The provider never emits two reasoning items
+    in a row, so adjacency is exact.
+    """
+    kept: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        if item.get("type") == "reasoning":
+            following = items[index + 1] if index + 1 < len(items) else None
+            if following is None or following.get("type") == "reasoning":
+                continue
+        kept.append(item)
+    return kept
 
 
 def _reasoning(block: Thinking) -> dict[str, Any]:

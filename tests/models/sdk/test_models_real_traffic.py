@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 from models_loopback import JsonReply, LoopbackServer, Reply, SseReply
-from models_sdk_cases import ANTHROPIC, OPENAI_CHAT, Case
+from models_sdk_cases import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, Case
 
+import toolweave as tw
 from toolweave.messages import (
     Message,
     ModelResponse,
@@ -35,6 +36,7 @@ from toolweave.messages import (
     ToolResult,
 )
 from toolweave.models import ModelRequest, ToolDefinition
+from toolweave.models._openai_responses_convert import responses_input
 
 pytestmark = [
     pytest.mark.anyio,
@@ -383,3 +385,194 @@ async def test_chat_azure_prompt_filter_chunk_with_blank_model(
     assert response.model == "gpt-5-nano-2025-08-07"
     assert (response.usage.input_tokens, response.usage.output_tokens) == (15, 78)
     valid_chat(await send_back(OPENAI_CHAT, server, response), response)
+
+
+# -- OpenAI Responses ---------------------------------------------------------------
+
+
+def responses_turns(name: str) -> list[list[dict[str, Any]]]:
+    """The recording's events, one list per response (a file may hold several turns)."""
+    turns: list[list[dict[str, Any]]] = []
+    for line in (CAPTURED / "openai_responses" / name).read_text().splitlines():
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        if event["type"] == "response.created":
+            turns.append([])
+        turns[-1].append(event)
+    return turns
+
+
+def as_sse(events: list[dict[str, Any]]) -> SseReply:
+    """Responses events framed as OpenAI sends them: ``event:`` names the type."""
+    return SseReply(
+        "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    )
+
+
+def _done_items(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [
+        e["item"]
+        for e in events
+        if e["type"] == "response.output_item.done" and e["item"]["type"] == kind
+    ]
+
+
+def valid_responses(body: dict[str, Any], response: ModelResponse) -> None:
+    items = body["input"]
+    call_ids = [i["call_id"] for i in items if i.get("type") == "function_call"]
+    assert len(call_ids) == len(set(call_ids)), call_ids
+    outputs = [i["call_id"] for i in items if i.get("type") == "function_call_output"]
+    assert outputs == call_ids
+    for index, item in enumerate(items):
+        if item.get("type") == "function_call":
+            assert isinstance(json.loads(item["arguments"]), dict)
+            later = [i.get("call_id") for i in items[index + 1 :]]
+            assert item["call_id"] in later
+    sent = [
+        (i["id"], i.get("encrypted_content"))
+        for i in items
+        if i.get("type") == "reasoning"
+    ]
+    # Reasoning goes back verbatim when the item it produced goes back too.
+    blocks = list(response.content)
+    assert sent == [
+        (b.provider_id, b.encrypted_content)
+        for b, after in zip(blocks, [*blocks[1:], None], strict=True)
+        if isinstance(b, Thinking) and isinstance(after, Text | ToolCall)
+    ]
+    for index, item in enumerate(items):
+        if item.get("type") == "reasoning":
+            assert items[index + 1].get("type") in ("function_call", None), item
+            assert items[index + 1].get("type") or items[index + 1]["role"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "reasoning_encrypted_content.chunks.txt",
+        "azure_reasoning_encrypted_content.chunks.txt",
+    ],
+)
+async def test_responses_reasoning_encrypted_then_function_call(
+    server: LoopbackServer, name: str
+) -> None:
+    """Turn 1: a reasoning item whose encrypted content changes at ``done``, then a call."""
+    events = responses_turns(name)[0]
+    (reasoning,) = _done_items(events, "reasoning")
+    (call_item,) = _done_items(events, "function_call")
+    (added,) = [
+        e["item"]
+        for e in events
+        if e["type"] == "response.output_item.added"
+        and e["item"]["type"] == "reasoning"
+    ]
+    assert added["encrypted_content"] != reasoning["encrypted_content"]
+    response = await replay(OPENAI_RESPONSES, server, as_sse(events), "calculate")
+    thinking, call = response.content
+    assert isinstance(thinking, Thinking)
+    assert thinking.provider_id == reasoning["id"]
+    assert thinking.encrypted_content == reasoning["encrypted_content"]
+    assert thinking.text == "\n\n".join(s["text"] for s in reasoning["summary"])
+    assert call == ToolCall(
+        call_item["call_id"], call_item["name"], json.loads(call_item["arguments"])
+    )
+    assert response.stop_reason is StopReason.TOOL_USE
+    usage = events[-1]["response"]["usage"]
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (
+        usage["input_tokens"],
+        usage["output_tokens"],
+    )
+    body = await send_back(OPENAI_RESPONSES, server, response, "calculate")
+    valid_responses(body, response)
+
+
+async def test_responses_later_turns_call_then_text(server: LoopbackServer) -> None:
+    turns = responses_turns("reasoning_encrypted_content.chunks.txt")
+    assert len(turns) == 4
+    for events in turns[1:3]:
+        (item,) = _done_items(events, "function_call")
+        response = await replay(OPENAI_RESPONSES, server, as_sse(events), "calculate")
+        assert response.content == (
+            ToolCall(item["call_id"], item["name"], json.loads(item["arguments"])),
+        )
+    response = await replay(OPENAI_RESPONSES, server, as_sse(turns[3]))
+    expected = "".join(
+        e["delta"] for e in turns[3] if e["type"] == "response.output_text.delta"
+    )
+    assert response.text == expected and expected
+    assert response.stop_reason is StopReason.END_TURN
+    valid_responses(await send_back(OPENAI_RESPONSES, server, response), response)
+
+
+async def test_responses_web_search_reasoning_and_annotations(
+    server: LoopbackServer,
+) -> None:
+    """Hosted web search: its items are the provider's; the text and reasoning are ours."""
+    (events,) = responses_turns("web_search_tool.chunks.txt")
+    response = await replay(OPENAI_RESPONSES, server, as_sse(events))
+    expected = "".join(
+        e["delta"] for e in events if e["type"] == "response.output_text.delta"
+    )
+    assert response.text == expected
+    assert response.tool_calls == ()
+    assert response.stop_reason is StopReason.END_TURN
+    assert response.model == "gpt-5-mini-2025-08-07"
+    assert response.usage.cache_read_tokens == 3712
+    assert response.usage.input_tokens == 31073 - 3712
+    reasoning = _done_items(events, "reasoning")
+    assert len(reasoning) > 1
+    thinking = [b for b in response.content if isinstance(b, Thinking)]
+    assert [b.provider_id for b in thinking] == [r["id"] for r in reasoning]
+    body = await send_back(OPENAI_RESPONSES, server, response)
+    valid_responses(body, response)
+    # Only the last reasoning item led to the message; the others led to searches.
+    sent = [i["id"] for i in body["input"] if i.get("type") == "reasoning"]
+    assert sent == [reasoning[-1]["id"]]
+
+
+async def test_responses_stream_error_then_failed(server: LoopbackServer) -> None:
+    """``error`` (insufficient_quota) then ``response.failed``: a quota error, not a retry."""
+    (events,) = responses_turns("error.chunks.txt")
+    assert [e["type"] for e in events][-2:] == ["error", "response.failed"]
+    with pytest.raises(tw.ModelError) as caught:
+        await replay(OPENAI_RESPONSES, server, as_sse(events))
+    assert "exceeded your current quota" in str(caught.value)
+    assert not getattr(caught.value, "retryable", False)
+
+
+def _rs(n: int) -> Thinking:
+    return Thinking(f"r{n}", provider_id=f"rs_{n}", encrypted_content=f"enc{n}")
+
+
+_CALL = ToolCall("call_1", "f", {})
+
+
+@pytest.mark.parametrize(
+    ("blocks", "sent"),
+    [
+        ((_rs(1), Text("hi")), ["rs_1"]),
+        ((_rs(1), _CALL), ["rs_1"]),
+        ((_rs(1), _rs(2), _rs(3), Text("hi")), ["rs_3"]),
+        ((_rs(1), _CALL, _rs(2)), ["rs_1"]),  # cut after reasoning: nothing followed
+        ((_rs(1), Text("")), []),  # an empty text is not sent, so nothing follows
+        ((_rs(1),), []),
+        ((Text("a"), _rs(1), _CALL, _rs(2), _CALL), ["rs_1", "rs_2"]),
+        ((Thinking("other provider"), _rs(1), Text("x")), ["rs_1"]),
+    ],
+)
+def test_reasoning_goes_back_only_with_its_following_item(
+    blocks: tuple[Any, ...], sent: list[str]
+) -> None:
+    calls = [b for b in blocks if isinstance(b, ToolCall)]
+    messages = [Message("user", "go"), Message("assistant", blocks)]
+    if calls:
+        results = tuple(ToolResult(f"call_{i}", "ok") for i in range(len(calls)))
+        messages.append(Message("user", results))
+    items = responses_input(messages)
+    assert [i["id"] for i in items if i.get("type") == "reasoning"] == sent
+    kinds = [i.get("type", "message") for i in items]
+    assert all(
+        after != "reasoning" for kind, after in pairwise(kinds) if kind == "reasoning"
+    )
+    assert kinds[-1] != "reasoning"
