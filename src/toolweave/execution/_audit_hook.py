@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import errno
 import sys
+import tempfile
 import threading
 import weakref
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from types import FrameType
 from ..tools import Tool
 from ..tools._declaration_errors import silenced_declaration_errors
 from ._audit_ops import AUDITED_EVENTS, Operation, classify_event
-from ._audit_rules import effective_access, rule_broken
+from ._audit_rules import effective_access, exclusive_is_private, rule_broken
 
 __all__ = ["AuditScope", "Breach", "code_files", "current_scope", "ensure_installed"]
 
@@ -101,8 +102,8 @@ class AuditScope:
     def observe(self, op: Operation, frame: FrameType | None) -> None:
         """Check `op`; record a breach, and raise PermissionError if enforcing."""
         findings = self._learn()
-        if op.exclusive:  # a new file: nobody else saw it before
-            findings.private.add(op.target)
+        if op.exclusive and exclusive_is_private(op.target, findings.access):
+            findings.private.add(op.target)  # a new scratch file: nobody saw it before
             return
         reason = rule_broken(
             op, findings.concurrency, findings.access, findings.private
@@ -211,6 +212,7 @@ def ensure_installed() -> None:
     global _installed
     with _install_lock:
         if not _installed:
+            tempfile.gettempdir()  # cached now: the hook must not probe for it
             sys.addaudithook(_hook)
             _installed = True
 

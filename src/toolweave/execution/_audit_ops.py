@@ -4,13 +4,17 @@
 the declaration audit checks, or to nothing for the (many) events it ignores.
 Paths are made absolute the way the kernel will see them: relative to the
 working directory, or to the directory a ``dir_fd`` names (read back from
-``/proc/self/fd``), with the parent resolved through symlinks and the last
-component kept as given (so removing a symlink names the link, not its target).
+``/proc/self/fd``), with the parent resolved through symlinks. The last
+component is resolved too for operations that follow it (an open for write,
+chmod, chown, utime, truncate, xattrs: writing through a link writes its
+target), and kept as given for those that do not (removing or renaming a
+symlink changes the link, not its target).
 """
 
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -46,8 +50,12 @@ def path_key(path: str) -> str:
     return "fs:" + path
 
 
-def _fspath(path: object, dir_fd: object = None) -> str:
-    """The absolute path `path` (relative to `dir_fd` if given) names."""
+def _fspath(path: object, dir_fd: object = None, *, follow: bool = False) -> str:
+    """The absolute path `path` (relative to `dir_fd` if given) names.
+
+    With `follow`, a symlink in the last component is resolved as well: the
+    path the operation really changes when it follows links.
+    """
     if isinstance(path, int) and not isinstance(path, bool):
         return _fd_path(path)
     try:
@@ -61,6 +69,8 @@ def _fspath(path: object, dir_fd: object = None) -> str:
         if base == _UNRESOLVED:
             return base
         raw = os.path.join(base, raw)
+    if follow:
+        return os.path.realpath(raw)
     head, tail = os.path.split(os.path.normpath(raw))
     return os.path.join(os.path.realpath(head), tail) if tail else raw
 
@@ -72,8 +82,10 @@ def _fd_path(fd: int) -> str:
         return _UNRESOLVED
 
 
-def _write(action: str, path: object, dir_fd: object = None) -> tuple[Operation, ...]:
-    return (Operation("write", action, _fspath(path, dir_fd)),)
+def _write(
+    action: str, path: object, dir_fd: object = None, *, follow: bool = False
+) -> tuple[Operation, ...]:
+    return (Operation("write", action, _fspath(path, dir_fd, follow=follow)),)
 
 
 def _open(args: tuple[object, ...]) -> tuple[Operation, ...]:
@@ -87,7 +99,10 @@ def _open(args: tuple[object, ...]) -> tuple[Operation, ...]:
         exclusive = "x" in text
     if not writes or (isinstance(path, int) and not isinstance(path, bool)):
         return ()  # a read, or an fd already opened (its open was audited then)
-    return (Operation("write", "open", _fspath(path), exclusive=exclusive),)
+    # O_EXCL refuses a symlink in the last component, so following it is exact
+    return (
+        Operation("write", "open", _fspath(path, follow=True), exclusive=exclusive),
+    )
 
 
 def _mkdir(args: tuple[object, ...]) -> tuple[Operation, ...]:
@@ -125,14 +140,26 @@ def _dst(action: str, dir_fd_at: int | None = None) -> Classifier:
     return classify
 
 
-def _first(action: str, dir_fd_at: int | None = None) -> Classifier:
-    """args[0] is the path that changes (args[dir_fd_at] its dir_fd, if any)."""
+def _first(
+    action: str, dir_fd_at: int | None = None, *, follow: bool = False
+) -> Classifier:
+    """args[0] is the path that changes (args[dir_fd_at] its dir_fd, if any).
+
+    `follow`: the operation follows a symlink in the last component unless
+    ``follow_symlinks=False`` was given, which the event does not say: both the
+    link and what it points to are judged when they differ.
+    """
 
     def classify(args: tuple[object, ...]) -> tuple[Operation, ...]:
         dir_fd = (
             args[dir_fd_at] if dir_fd_at is not None and len(args) > dir_fd_at else None
         )
-        return _write(action, args[0], dir_fd)
+        ops = _write(action, args[0], dir_fd)
+        if follow:
+            resolved = _write(action, args[0], dir_fd, follow=True)
+            if resolved != ops:
+                ops += resolved
+        return ops
 
     return classify
 
@@ -171,9 +198,149 @@ def _address(address: object) -> str:
 
 def _connect(action: str) -> Classifier:
     def classify(args: tuple[object, ...]) -> tuple[Operation, ...]:
+        if args[1] is None:  # sendmsg on a connected socket: its connect was seen
+            return ()
         return (Operation("connect", action, _address(args[1])),)
 
     return classify
+
+
+def _bind(args: tuple[object, ...]) -> tuple[Operation, ...]:
+    """A Unix socket's bind creates a file; any other bind takes a network port."""
+    address = args[1]
+    if isinstance(address, str | bytes) and address[:1] not in ("\0", b"\0", "", b""):
+        return _write("socket.bind", address)
+    return (Operation("connect", "socket.bind", _address(address)),)
+
+
+_SQLITE_READ_ONLY = frozenset({"ro", "memory"})
+
+
+def _sqlite(args: tuple[object, ...]) -> tuple[Operation, ...]:
+    """sqlite3.connect: the database is opened read-write (created if missing).
+
+    ``:memory:`` and ``""`` touch no file. A ``file:`` URI is judged by its
+    path and ``mode`` (``ro`` and ``memory`` write nothing); whether
+    ``uri=True`` was given the event does not say, so a read-only URI is also
+    judged as the literal file name sqlite would create without it.
+    """
+    try:
+        name = os.fsdecode(os.fspath(args[0]))  # type: ignore[call-overload]
+    except TypeError:
+        return (Operation("write", "sqlite3.connect", _UNRESOLVED),)
+    if name in ("", ":memory:"):
+        return ()
+    if not name.startswith("file:"):
+        return _write("sqlite3.connect", name, follow=True)
+    uri = urllib.parse.urlsplit(name)
+    modes = urllib.parse.parse_qs(uri.query).get("mode", ["rwc"])
+    if all(m in _SQLITE_READ_ONLY for m in modes):
+        literal = _fspath(name, follow=True)
+        parent = os.path.dirname(literal)
+        if os.path.isdir(parent):  # only then could uri=False create it
+            return (Operation("write", "sqlite3.connect", literal),)
+        return ()
+    path = urllib.parse.unquote(uri.path)
+    if not path:
+        return (Operation("write", "sqlite3.connect", _UNRESOLVED),)
+    return _write("sqlite3.connect", path, follow=True)
+
+
+_CTYPES_SPAWN = frozenset(
+    [
+        "system",
+        "popen",
+        "fork",
+        "vfork",
+        "clone",
+        "clone3",
+        "syscall",
+        "execv",
+        "execve",
+        "execvp",
+        "execvpe",
+        "execl",
+        "execlp",
+        "execle",
+        "fexecve",
+        "posix_spawn",
+        "posix_spawnp",
+    ]
+)
+_CTYPES_CONNECT = frozenset(["connect", "sendto", "sendmsg", "sendmmsg", "bind"])
+_CTYPES_WRITE = frozenset(
+    [
+        "open",
+        "open64",
+        "openat",
+        "openat64",
+        "openat2",
+        "creat",
+        "creat64",
+        "fopen",
+        "fopen64",
+        "freopen",
+        "unlink",
+        "unlinkat",
+        "remove",
+        "rename",
+        "renameat",
+        "renameat2",
+        "mkdir",
+        "mkdirat",
+        "rmdir",
+        "chmod",
+        "fchmod",
+        "fchmodat",
+        "chown",
+        "lchown",
+        "fchown",
+        "fchownat",
+        "truncate",
+        "truncate64",
+        "ftruncate",
+        "ftruncate64",
+        "link",
+        "linkat",
+        "symlink",
+        "symlinkat",
+        "mknod",
+        "mknodat",
+        "mkfifo",
+        "mkfifoat",
+        "utime",
+        "utimes",
+        "utimensat",
+        "futimens",
+        "futimes",
+        "setxattr",
+        "lsetxattr",
+        "fsetxattr",
+        "removexattr",
+        "lremovexattr",
+        "fremovexattr",
+    ]
+)
+
+
+def _ctypes(args: tuple[object, ...]) -> tuple[Operation, ...]:
+    """A C function looked up by name (``libc.system``): judged by what it does.
+
+    The audit cannot see a foreign call's arguments, so a file function names
+    no path (only ``fs:`` or ``*`` covers it), and it is judged when the
+    function is looked up, which is when ctypes raises its event.
+    """
+    name = args[1] if len(args) > 1 else None
+    if not isinstance(name, str):
+        return ()
+    shown = f"{name} (a C function called through ctypes)"
+    if name in _CTYPES_SPAWN:
+        return (Operation("spawn", "ctypes.dlsym", shown),)
+    if name in _CTYPES_CONNECT:
+        return (Operation("connect", "ctypes.dlsym", shown),)
+    if name in _CTYPES_WRITE:
+        return (Operation("write", "ctypes.dlsym", f"<{shown}: path unknown>"),)
+    return ()
 
 
 _CLASSIFIERS: dict[str, Classifier] = {
@@ -181,10 +348,12 @@ _CLASSIFIERS: dict[str, Classifier] = {
     "os.remove": _first("os.remove", 1),
     "os.rmdir": _first("os.rmdir", 1),
     "os.mkdir": _mkdir,
-    "os.chmod": _first("os.chmod", 2),
-    "os.chown": _first("os.chown", 3),
-    "os.truncate": _first("os.truncate"),
-    "os.utime": _first("os.utime", 4),
+    "os.chmod": _first("os.chmod", 2, follow=True),
+    "os.chown": _first("os.chown", 3, follow=True),
+    "os.truncate": _first("os.truncate", follow=True),
+    "os.utime": _first("os.utime", 4, follow=True),
+    "os.setxattr": _first("os.setxattr", follow=True),
+    "os.removexattr": _first("os.removexattr", follow=True),
     "os.rename": _pair("os.rename"),
     "os.link": _dst("os.link", 3),
     "os.symlink": _dst("os.symlink", 2),
@@ -194,7 +363,7 @@ _CLASSIFIERS: dict[str, Classifier] = {
     "shutil.copymode": _dst("shutil.copymode"),
     "shutil.copystat": _dst("shutil.copystat"),
     "shutil.copytree": _dst("shutil.copytree"),
-    "shutil.chown": _first("shutil.chown"),
+    "shutil.chown": _first("shutil.chown", follow=True),
     "shutil.unpack_archive": _dst("shutil.unpack_archive"),
     "subprocess.Popen": _popen,
     "os.system": _spawn("os.system", 0),
@@ -206,6 +375,10 @@ _CLASSIFIERS: dict[str, Classifier] = {
     "pty.spawn": _spawn("pty.spawn", 0),
     "socket.connect": _connect("socket.connect"),
     "socket.sendto": _connect("socket.sendto"),
+    "socket.sendmsg": _connect("socket.sendmsg"),
+    "socket.bind": _bind,
+    "sqlite3.connect": _sqlite,
+    "ctypes.dlsym": _ctypes,
 }
 """Audit event name → its classifier. Every other event is ignored."""
 

@@ -3,17 +3,20 @@
 How `Access` keys name what the audit sees:
 
 * **Paths.** ``fs:<absolute path>`` (``file:<absolute path>`` is the same) names
-  a file or a directory and everything below it; ``fs:`` alone names every
-  path; ``*`` names everything. A write (open for write/append/create/truncate,
-  remove, rename or replace — both ends —, mkdir, rmdir, chmod, chown, utime,
-  truncate, links, shutil's copies, moves and tree removals) must lie inside a
-  declared *write* key. Reads are not audited.
+  a file or a directory and everything below a ``/`` of it; ``fs:`` alone
+  names every path; ``*`` names everything. A write (open for
+  write/append/create/truncate, remove, rename or replace — both ends —, mkdir,
+  rmdir, chmod, chown, utime, truncate, xattrs, links, shutil's copies, moves
+  and tree removals, ``sqlite3.connect`` of a file, a Unix socket's bind) must
+  lie inside a declared *write* key, judged by the path it changes (see
+  `_audit_ops`: a write through a symlink is a write of its target). Reads are
+  not audited.
 * **Processes.** Starting one (subprocess, ``os.system``, ``os.exec*``,
   ``os.posix_spawn``, ``os.fork``) needs a ``proc:`` key (read or write, e.g.
   ``proc:rg``), or a write of ``*``. What the child then does is out of sight.
-* **Network.** A connect (or ``sendto``) needs a ``net:`` key (read or write,
-  e.g. ``net:example.com``), or a write of ``*``. Hosts are not matched: a connect sees an
-  address, not the name that was looked up.
+* **Network.** A connect, ``sendto``/``sendmsg`` or a port's bind needs a
+  ``net:`` key (read or write, e.g. ``net:example.com``), or a write of ``*``.
+  Hosts are not matched: a connect sees an address, not the name looked up.
 * A mkdir of a path that already exists changes nothing (it fails), so it is
   no write: ``os.makedirs(path, exist_ok=True)`` on existing directories passes.
 * Every other key (``todo:``, ``db:users``) is opaque: the audit cannot see it.
@@ -23,9 +26,11 @@ for it: a SAFE call reads everything (so it may write, spawn and connect
 nothing), a SEQUENTIAL call is a barrier (it may do anything).
 
 Three writes are never violations: ``/dev/null`` (subprocess opens it for a
-child's unused streams), a file the call created exclusively (O_EXCL,
-as `tempfile.mkstemp` does; later writes, renames and removal of it included,
-since nobody else could have seen it before), and byte-code caches Python
+child's unused streams), a scratch file the call created exclusively (O_EXCL,
+as `tempfile.mkstemp` does) directly in the temporary directory or beside a
+file it declares it writes (later writes, renames and removal of it included,
+since nobody else could have seen it before; see `exclusive_is_private`),
+and byte-code caches Python
 writes when a module is imported (``__pycache__``). Operations of finalizers
 (``__del__``, ``weakref.finalize``) are not the call's either: the garbage
 collector runs them at any allocation, in whatever context is current.
@@ -33,10 +38,13 @@ collector runs them at any allocation, in whatever context is current.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 from ..tools import Access, Concurrency
 from ._audit_ops import Operation, path_key
 
-__all__ = ["effective_access", "rule_broken"]
+__all__ = ["effective_access", "exclusive_is_private", "rule_broken"]
 
 _SEPARATORS = ("/", ":")
 _PYCACHE = "/__pycache__"
@@ -59,12 +67,37 @@ def _normal(key: str) -> str:
 
 
 def covers(outer: str, inner: str) -> bool:
-    """True if key `outer` names `inner` (itself, or something below it)."""
+    """True if key `outer` names `inner` (itself, or something below it).
+
+    Below an ``fs:`` key means below a ``/`` only: ``fs:/a/b`` covers neither
+    ``fs:/a/bc`` nor the file ``fs:/a/b:c`` beside it.
+    """
     outer = _normal(outer)
     if outer in ("*", inner):
         return True
+    separators = ("/",) if outer.startswith("fs:/") else _SEPARATORS
     return inner.startswith(outer) and (
-        outer.endswith(_SEPARATORS) or inner[len(outer)] in _SEPARATORS
+        outer.endswith(separators) or inner[len(outer)] in separators
+    )
+
+
+def exclusive_is_private(path: str, access: Access) -> bool:
+    """May a file created with O_EXCL at `path` be the call's own scratch file?
+
+    Only where scratch files go: directly in the temporary directory (what
+    `tempfile.mkstemp()` picks), or beside a file the call declares it writes
+    (the temp file of an atomic write, renamed over the target). Anywhere else
+    a new file is a write like any other: other calls can see it (``open(p,
+    "x")`` in a declared-read-only directory is a violation).
+    """
+    if not path.startswith("/"):  # unresolved: it could be anywhere
+        return False
+    parent = os.path.dirname(path)
+    if parent == os.path.realpath(tempfile.gettempdir()):
+        return True
+    return any(
+        k.startswith(("fs:/", "file:/")) and os.path.dirname(_normal(k)[3:]) == parent
+        for k in access.writes
     )
 
 
