@@ -576,3 +576,65 @@ def test_reasoning_goes_back_only_with_its_following_item(
         after != "reasoning" for kind, after in pairwise(kinds) if kind == "reasoning"
     )
     assert kinds[-1] != "reasoning"
+
+
+# -- whole responses (stream=False) -------------------------------------------------
+
+
+async def test_chat_whole_gemini_call_without_id_or_content(
+    server: LoopbackServer,
+) -> None:
+    """Gemini's OpenAI endpoint: ``id: ""``, no ``content`` key, ``arguments: "{}"``."""
+    reply = whole("openai_chat", "gemini_tool_call_without_id.json")
+    message = reply.body["choices"][0]["message"]
+    assert "content" not in message and message["tool_calls"][0]["id"] == ""
+    response = await replay(
+        OPENAI_CHAT, server, reply, "get_current_time", stream=False
+    )
+    (call,) = response.tool_calls
+    assert (call.name, dict(call.input), call.raw_arguments) == (
+        "get_current_time",
+        {},
+        None,
+    )
+    assert call.id  # filled: a provider needs an id to pair the result with
+    assert response.stop_reason is StopReason.TOOL_USE
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (35, 12)
+    body = await send_back(OPENAI_CHAT, server, response, "get_current_time")
+    valid_chat(body, response)
+
+
+async def test_responses_whole_reasoning_then_function_call(
+    server: LoopbackServer,
+) -> None:
+    reply = whole("openai_responses", "reasoning_function_call.json")
+    reasoning, item = reply.body["output"]
+    response = await replay(
+        OPENAI_RESPONSES, server, reply, "update_plan", stream=False
+    )
+    thinking, call = response.content
+    assert isinstance(thinking, Thinking)
+    assert thinking.provider_id == reasoning["id"]
+    assert thinking.encrypted_content == reasoning["encrypted_content"]
+    assert thinking.text == "\n\n".join(s["text"] for s in reasoning["summary"])
+    assert call == ToolCall(
+        item["call_id"], "update_plan", json.loads(item["arguments"])
+    )
+    assert response.stop_reason is StopReason.TOOL_USE
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (124, 1926)
+    body = await send_back(OPENAI_RESPONSES, server, response, "update_plan")
+    valid_responses(body, response)
+
+
+async def test_responses_whole_web_search(server: LoopbackServer) -> None:
+    reply = whole("openai_responses", "web_search_tool.json")
+    output = reply.body["output"]
+    response = await replay(OPENAI_RESPONSES, server, reply, stream=False)
+    (message,) = [o for o in output if o["type"] == "message"]
+    assert response.text == "".join(c["text"] for c in message["content"])
+    assert response.tool_calls == ()
+    assert response.stop_reason is StopReason.END_TURN
+    body = await send_back(OPENAI_RESPONSES, server, response)
+    valid_responses(body, response)
+    sent = [i["id"] for i in body["input"] if i.get("type") == "reasoning"]
+    assert sent == [output[-2]["id"]] and output[-2]["type"] == "reasoning"
