@@ -8,15 +8,20 @@ runs it in a temporary directory with a harmless ``touch`` and checks.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from builtin_support import run
 
+from toolweave._exceptions import ToolError
 from toolweave.execution import PermissionRules
-from toolweave.tools.builtin import ShellCommand
+from toolweave.tools import SessionState
+from toolweave.tools.builtin import BashTool, ShellCommand
 from toolweave.tools.builtin._bash_classifier import is_read_only
+from toolweave.tools.builtin._sandbox import Backend, backend_available
 
 # -- classifier: writers it called read-only ---------------------------------------
 
@@ -261,3 +266,103 @@ def test_the_hidden_commands_really_run(command: str, tmp_path: Path) -> None:
     """Proof that bash runs the hidden command in each family above."""
     _bash(command, tmp_path)
     assert (tmp_path / "hit").exists()
+
+
+# -- sandbox: workspace-write may not leave git set up to run a program --------------
+
+FSMONITOR = "[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch pwned\\n"
+
+GIT_ESCAPES = [
+    # .git renamed away, a new one with a fsmonitor put in its place
+    f"mv .git .git.old && mkdir .git && cp -r .git.old/. .git/ && printf '{FSMONITOR}'"
+    " > .git/c && mv -f .git/c .git/config",
+    # .git turned into a gitfile pointing at a copy with the agent's config
+    f"cp -r .git evil && printf '{FSMONITOR}' > evil/config && mv .git keep"
+    " && echo 'gitdir: evil' > .git",
+    f"cp -r .git evil && printf '{FSMONITOR}' > evil/config && rm -rf .git"
+    " && echo 'gitdir: evil' > .git",
+    # commondir: config and hooks then come from another directory
+    f"mkdir -p evil && cp -r .git/objects .git/refs evil/ && printf '{FSMONITOR}'"
+    " > evil/config && echo ../evil > .git/commondir",
+    # files git reads when they appear
+    "git config --file .git/config.worktree core.fsmonitor 'touch pwned'",
+    "mkdir -p .git/info && echo '* filter=x' > .git/info/attributes",
+    f"mkdir -p .git/modules/sub && printf '{FSMONITOR}' > .git/modules/sub/config",
+    # a hooks directory where there was none
+    "rm -rf .git/hooks; mkdir .git/hooks && printf '#!/bin/sh\\ntouch pwned\\n'"
+    " > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+]
+
+
+def _git(root: Path, *argv: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    done = subprocess.run(
+        ["git", *argv], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
+    return done.stdout
+
+
+def _repo(tmp_path: Path) -> tuple[Path, str]:
+    """A repository with one commit; its root and HEAD."""
+    root = tmp_path.resolve()
+    (root / "a.txt").write_text("a\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "a.txt")
+    _git(root, "commit", "-qm", "one")
+    return root, _git(root, "rev-parse", "HEAD").strip()
+
+
+def _after_the_user_runs_git(root: Path, head: str, command: str, text: str) -> None:
+    """The user's own git, outside every sandbox, runs nothing the agent chose."""
+    _git(root, "status")
+    _git(root, "commit", "-q", "--allow-empty", "-m", "two")
+    assert not (root / "pwned").exists(), text
+    for name in (
+        "commondir",
+        "config.worktree",
+        "info/attributes",
+        "modules/sub/config",
+    ):
+        assert not os.path.lexists(root / ".git" / name), text
+    assert not (root / ".git").is_file(), text  # never a gitfile the agent wrote
+    if "rm -rf .git " in command:
+        return  # workspace-write may delete the repository; it may not redirect it
+    assert head in _git(root, "log", "--format=%H")  # the same repository
+    refused = ("restored", "Device or resource busy", "Read-only file system")
+    assert any(word in text for word in refused), text
+
+
+@pytest.fixture(params=["landlock", "bwrap"])
+def sandbox_backend(request: pytest.FixtureRequest) -> Backend:
+    name: Backend = request.param
+    if not backend_available(name):
+        pytest.skip(f"{name} is not available here")
+    return name
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("command", GIT_ESCAPES)
+async def test_workspace_write_leaves_git_running_no_program(
+    tmp_path: Path, sandbox_backend: Backend, command: str
+) -> None:
+    root, head = _repo(tmp_path)
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend=sandbox_backend)
+    try:
+        text = str(await run(tool, {"command": command}, SessionState()))
+    except ToolError as exc:
+        text = str(exc)
+    _after_the_user_runs_git(root, head, command, text)
+
+
+@pytest.mark.anyio
+async def test_workspace_write_still_commits_under_the_new_guard(
+    tmp_path: Path, sandbox_backend: Backend
+) -> None:
+    root, _ = _repo(tmp_path)
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend=sandbox_backend)
+    command = (
+        "echo b > b.txt && git add b.txt && git -c user.email=t@t -c user.name=t"
+        " commit -qm two && git log --format=%s"
+    )
+    assert await run(tool, {"command": command}, SessionState()) == "two\none\n"

@@ -17,10 +17,12 @@ Backends, chosen once per process (`sandbox_backend`):
 - **Landlock** (Linux >= 5.13, unprivileged): the child is confined from a
   restricted spawner thread (see `_sandbox_spawn`), ~0.5 ms per spawn. It
   cannot carve read-only holes into a writable tree, so for workspace-write it
-  is second choice, with `GitGuard` undoing changes to the git paths.
+  is second choice. Under either backend `GitGuard` undoes, after a
+  workspace-write call, changes to the files that select programs git runs.
 - **bubblewrap** (``bwrap``, Debian package ``bubblewrap``): a mount
   namespace with ``/`` bound read-only and the writable paths bound over it,
-  ``.git/config`` and ``.git/hooks`` bound read-only again on top. Preferred
+  ``.git`` bound onto itself (a mount point cannot be renamed or replaced) and
+  its existing config and hooks bound read-only again on top. Preferred
   for workspace-write; for read-only it is the fallback (~10 ms per spawn).
 - **none**: the bash tool says so once per session (a logged warning and a
   note in the first result) and `conservative_read_only` shrinks what counts
@@ -205,7 +207,7 @@ class Sandbox:
         if mode is SandboxMode.WORKSPACE_WRITE:
             tmp = _private_tmp()
             confinement.env["TMPDIR"] = str(tmp)
-        guard = GitGuard(self.root) if tmp and backend == "landlock" else None
+        guard = GitGuard(self.root) if tmp else None  # files a mount cannot cover
         confinement.spawn = self._spawner(backend, tmp, cwd)
         try:
             yield confinement
@@ -275,6 +277,9 @@ def _bwrap_argv(root: Path, tmp: Path | None, cwd: Path, *, network: bool) -> li
         argv.append("--unshare-net")
     if tmp is not None:
         argv += ["--bind", str(root), str(root), "--bind", str(tmp), str(tmp)]
+        git = root / ".git"
+        if git.is_dir() and not git.is_symlink():  # a mount point: never renamed
+            argv += ["--bind", str(git), str(git)]
         for path in protected_git_paths(root):
             real = os.path.realpath(path)
             if Path(real).is_relative_to(root):

@@ -59,7 +59,8 @@ def refusal_note(
     if confinement.mode is SandboxMode.WORKSPACE_WRITE:
         return (
             f"[sandbox: this command ran confined to the workspace {how}: it may write"
-            f" only under {root} and $TMPDIR, and .git/config and .git/hooks stay"
+            f" only under {root} and $TMPDIR; .git itself and the git files that"
+            f" choose programs (config, hooks, commondir, info/attributes) stay"
             f" read-only; any other write is refused. The {error!r} above may be"
             f" such a refusal. {_USER_HINT}]"
         )
