@@ -20,7 +20,7 @@ from toolweave._exceptions import ToolError
 from toolweave.execution import PermissionRules
 from toolweave.tools import SessionState
 from toolweave.tools.builtin import BashTool, ShellCommand
-from toolweave.tools.builtin._bash_classifier import is_read_only
+from toolweave.tools.builtin._bash_classifier import is_read_only, parse_prefixes
 from toolweave.tools.builtin._sandbox import Backend, backend_available
 
 # -- classifier: writers it called read-only ---------------------------------------
@@ -114,6 +114,45 @@ def test_a_named_descriptor_really_assigns(tmp_path: Path) -> None:
         check=False,
     )
     assert out.stdout.isdigit()
+
+
+# -- user prefixes: a pinned option cannot be overridden after the prefix -----------
+
+PREFIXES = parse_prefixes(["gh api --method GET", "bd show", "mise tasks ls"])
+
+PREFIX_ABUSE = [
+    "gh api --method GET /x --method POST",
+    "gh api --method GET /x -X POST",
+    "gh api --method GET /x -XPOST",
+    "gh api --method GET /x --method=POST",
+    "gh api --method GET /x --meth POST",
+    "gh api --method GET /x -f body=1",
+    "gh api --method GET /x --input f",
+    "gh api --method GET $ARGS",
+    "gh api --method GET /x $MORE",
+    "gh api --method GET /x > out",
+    "gh api --method GET /x $(rm y)",
+    "gh api --method GET /x <(rm y)",
+    "bd show 1 > out",
+    "X=1 bd show 1",
+]
+PREFIX_OK = [
+    "gh api --method GET /repos/x/y",
+    "gh api --method GET /repos/x/y/pulls",
+    "bd show 12 --json",
+    "bd show $ID",
+    "mise tasks ls",
+]
+
+
+@pytest.mark.parametrize("command", PREFIX_ABUSE)
+def test_a_user_prefix_cannot_be_stretched(command: str) -> None:
+    assert not is_read_only(command, read_only_commands=PREFIXES)
+
+
+@pytest.mark.parametrize("command", PREFIX_OK)
+def test_a_user_prefix_still_covers_its_commands(command: str) -> None:
+    assert is_read_only(command, read_only_commands=PREFIXES)
 
 
 # -- rules: commands bash runs that the rules did not see --------------------------

@@ -81,9 +81,22 @@ class ReadOnlyVerdict:
 
 
 def _by_prefix(command: SimpleCommand, prefixes: Prefixes) -> bool:
-    return any(
-        len(command.words) >= len(p) and command.words[: len(p)] == p for p in prefixes
-    )
+    return any(_prefix_holds(command.words, p) for p in prefixes)
+
+
+def _prefix_holds(words: tuple[str | None, ...], prefix: tuple[str, ...]) -> bool:
+    """`words` start with `prefix`, and nothing after it can undo an option it pins.
+
+    A prefix that pins an option (``gh api --method GET``) vouches for that
+    option's value only: a later ``-X POST``, ``--method=POST`` or an
+    abbreviation (``--meth POST``) would override it, and an expansion could
+    become one. After such a prefix only literal operands may follow.
+    """
+    if len(words) < len(prefix) or words[: len(prefix)] != prefix:
+        return False
+    if not any(w.startswith("-") for w in prefix[1:]):
+        return True
+    return all(w is not None and not w.startswith("-") for w in words[len(prefix) :])
 
 
 def read_only_verdict(
