@@ -14,12 +14,14 @@ from pathlib import Path
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 from loop_support import call, say, use
 
 import toolweave as tw
 from toolweave.events import Event, RunFinished
+from toolweave.execution import ToolOutput
 from toolweave.loop import transcript_problems
 from toolweave.messages import Message, ToolResult
 from toolweave.models import ScriptedModel
@@ -317,3 +319,75 @@ async def test_hanging_sync_tools_are_abandoned_then_sync_tools_run_exclusive(
     finally:
         hang_release.set()
         await dispatcher.aclose()
+
+
+POLICIES = ["all_or_nothing", "partition", "rwlock", "conflict"]
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["streaming", "batch"])
+@pytest.mark.parametrize("policy", POLICIES)
+async def test_a_context_change_is_seen_by_the_calls_ordered_after_it(
+    policy: str, overlap: bool
+) -> None:
+    """Through the Agent (streamed or not, under every policy): call 1 changes the
+    context, the calls ordered after it see the change, a call before it does not;
+    parallel answers equal serial ones."""
+
+    def build(mode: dict[str, int]) -> list[tw.tools.Tool]:
+        @tool(access=lambda a: Access(writes=["ctx:mode"]))
+        async def enable(level: int) -> ToolOutput:
+            """Set the level (a context change)."""
+            await anyio.lowlevel.checkpoint()
+            return ToolOutput(
+                f"set {level}", context_modifier=lambda: mode.update(level=level)
+            )
+
+        @tool(concurrency=Concurrency.SAFE, access=lambda a: Access(reads=["ctx:mode"]))
+        async def check(tag: str) -> str:
+            """Report the level."""
+            for _ in range(3):
+                await anyio.lowlevel.checkpoint()
+            return f"{tag}: {mode['level']}"
+
+        return [enable, check]
+
+    script = [
+        use(
+            call("c", "check", tag="before"),
+            call("c", "enable", level=1),
+            call("c", "check", tag="after"),
+            call("c", "check", tag="after too"),
+            call("c", "enable", level=2),
+            call("c", "check", tag="last"),
+        ),
+        say("done"),
+    ]
+
+    async def answers(concurrency: tw.ConcurrencyConfig) -> list[str]:
+        mode = {"level": 0}
+        config = tw.AgentConfig(concurrency=concurrency)
+        agent = tw.Agent(ScriptedModel(list(script)), build(mode), config=config)
+        try:
+            result = await agent.run("go")
+        finally:
+            await agent.aclose()
+        assert result.completion_reason is tw.CompletionReason.COMPLETED
+        return [r.text for r in result.messages[-2].tool_results]
+
+    serial = await answers(tw.ConcurrencyConfig(enabled=False))
+    assert serial == [
+        "before: 0",
+        "set 1",
+        "after: 1",
+        "after too: 1",
+        "set 2",
+        "last: 2",
+    ]
+    parallel = await answers(
+        tw.ConcurrencyConfig(
+            policy=policy,  # type: ignore[arg-type]
+            streaming_overlap=overlap,
+            max_concurrency=4,
+        )
+    )
+    assert parallel == serial
