@@ -405,3 +405,31 @@ async def test_workspace_write_still_commits_under_the_new_guard(
         " commit -qm two && git log --format=%s"
     )
     assert await run(tool, {"command": command}, SessionState()) == "two\none\n"
+
+
+# -- bounds: inputs that crashed or took seconds ---------------------------------------
+
+SLOW = [
+    " ".join(["nice"] * 20000) + " ls",  # RecursionError in the classifier
+    " ".join(["timeout 1"] * 9000) + " ls",
+    " ".join(["xargs"] * 20000) + " cat",
+    "sudo " + " ".join(["x"] * 20000),  # 1.5 s of suffixes in the rules
+    "env " + " ".join(["-u X"] * 12000) + " rm y",
+    " ".join(["busybox"] * 20000) + " rm x",
+]
+
+
+@pytest.mark.parametrize("command", SLOW, ids=range(len(SLOW)))
+def test_wrapper_floods_end_bounded_and_fail_closed(command: str) -> None:
+    command = command[: 64 * 1024]
+    assert not is_read_only(command)  # no RecursionError, not read-only
+    verdict = RULES.match(("bash",), ShellCommand(command))
+    assert verdict is not None
+    assert verdict.behavior == "deny"  # unparseable: every deny rule matches
+
+
+def test_a_few_nested_wrappers_still_read_as_before() -> None:
+    assert is_read_only("nice timeout 5 nice -n 2 ls")
+    verdict = RULES.match(("bash",), ShellCommand("sudo nice timeout 5 rm x"))
+    assert verdict is not None
+    assert verdict.behavior == "deny"

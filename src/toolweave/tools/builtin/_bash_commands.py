@@ -331,7 +331,12 @@ def _inner(args: Argv, options: OptionSpec, skip: int = 0) -> Argv | None:
     return args[start + skip :]
 
 
-def _wrapped(name: str, args: Argv, conservative: bool) -> bool:
+MAX_WRAPPERS = 8
+"""Wrappers inside wrappers looked through at most (``nice nice … ls``); deeper
+is not read-only (and never a RecursionError on the event loop)."""
+
+
+def _wrapped(name: str, args: Argv, conservative: bool, depth: int) -> bool:
     """Read-only verdict for a wrapper command: its own options and what it runs."""
     if name == "env":
         return all(a in ("-0", "--null") for a in args)  # otherwise it runs a command
@@ -349,10 +354,10 @@ def _wrapped(name: str, args: Argv, conservative: bool) -> bool:
         known = COMMANDS.get(str(inner[0]))
         if known is None or not known.any_word:
             return False  # xargs appends words it reads: only any-word commands
-    return inner is not None and argv_read_only(inner, conservative)
+    return inner is not None and argv_read_only(inner, conservative, depth + 1)
 
 
-def argv_read_only(argv: Argv, conservative: bool = False) -> bool:
+def argv_read_only(argv: Argv, conservative: bool = False, depth: int = 0) -> bool:
     """True if running `argv` can write no file and run nothing unlisted.
 
     `conservative` limits the answer to `CONSERVATIVE` commands (no OS sandbox).
@@ -361,7 +366,9 @@ def argv_read_only(argv: Argv, conservative: bool = False) -> bool:
         return False
     name, args = argv[0], argv[1:]
     if name in _WRAPPERS:
-        return not conservative and _wrapped(name, args, conservative)
+        if depth >= MAX_WRAPPERS:
+            return False
+        return not conservative and _wrapped(name, args, conservative, depth)
     if conservative and name not in CONSERVATIVE:
         return False
     checker = _CHECKERS.get(name)

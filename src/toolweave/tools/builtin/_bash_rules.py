@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from dataclasses import dataclass
 
 from ._bash_options import OptionSpec, first_operand, spec
@@ -41,6 +42,14 @@ MAX_DEPTH = 4
 
 MAX_PARTS = 4096
 """More candidate commands than this: treated as unparseable."""
+
+RULES_DEADLINE = 0.3
+"""Seconds all nested parses of one input may take together (each is bounded by
+itself); past it the input is unparseable."""
+
+MAX_WRAPPER_WORDS = 256
+"""A wrapper with more words than this is unparseable: every suffix of its words
+is a candidate, and copying thousands of suffixes took seconds on the loop."""
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash"})
 
@@ -149,6 +158,7 @@ class _Collector:
     def __init__(self) -> None:
         self.exact: list[Words] = []
         self.possible: list[Words] = []
+        self.start = time.perf_counter()
 
     def add_possible(self, words: Words) -> None:
         self.possible.append(words)
@@ -157,7 +167,7 @@ class _Collector:
 
     def script(self, text: str, depth: int, *, exact: bool) -> None:
         """Add every command of a nested script (``bash -c``, ``eval``)."""
-        if depth > MAX_DEPTH:
+        if depth > MAX_DEPTH or time.perf_counter() - self.start > RULES_DEADLINE:
             raise _TooComplex
         parsed = parse_script(text)
         if isinstance(parsed, Unparsed) or parsed.opaque:
@@ -268,6 +278,8 @@ class _Collector:
         itself: bool,
     ) -> None:
         options, skip = wrapper
+        if len(words) > MAX_WRAPPER_WORDS:
+            raise _TooComplex
         args = words[1:]
         start = first_operand(args, options)
         if words[0] == "env":  # NAME=value words come before the command
