@@ -4,7 +4,9 @@ Tool-call deltas are assembled by index; a slot is flushed as `ToolUseReady`
 when a higher index starts or the stream ends. A server that numbers every
 call 0 but gives each its own id (seen from OpenAI-compatible servers) gets a
 new slot per id. Reasoning text that OpenAI-compatible servers send as
-``reasoning_content`` / ``reasoning`` becomes reasoning chunks.
+``reasoning_content`` / ``reasoning`` becomes reasoning chunks, as do the
+``thinking`` parts of a ``content`` sent as a list of typed parts (Mistral's
+Magistral). Of a stream with several choices (``n > 1``) only choice 0 is kept.
 
 The legacy ``function_call`` field is a call only when the response has no
 ``tool_calls``: servers that fill both (llama-cpp-python does, with the first
@@ -89,14 +91,16 @@ class ChatStreamMapper:
         delta = choice.delta
         if choice.finish_reason is not None:
             self._finish = choice.finish_reason
+        content = delta.content
         if (
             delta.tool_calls is None
             and delta.refusal is None
             and delta.function_call is None
             and not delta.model_extra
+            and (content is None or content.__class__ is str)
         ):
-            if delta.content:  # the hot path: plain text
-                return (TextChunk(delta.content, block=self._text_block()),)
+            if content:  # the hot path: plain text
+                return (TextChunk(content, block=self._text_block()),)
             return _NOTHING
         return self._mixed(delta)
 
@@ -135,7 +139,9 @@ class ChatStreamMapper:
             if isinstance(extra.get(key), str) and extra[key]:
                 block = self._blocks.of(("reasoning", self._run))
                 out.append(ReasoningChunk(extra[key], block=block))
-        if delta.content:
+        if isinstance(delta.content, list):
+            out.extend(self._parts(delta.content))
+        elif delta.content:
             out.append(TextChunk(delta.content, block=self._text_block()))
         if delta.refusal:
             self._refused = True
@@ -145,6 +151,33 @@ class ChatStreamMapper:
         for call_delta in delta.tool_calls or ():
             self._saw_tool_calls = True
             out.extend(self._tool_delta(call_delta))
+        return out
+
+    def _parts(self, parts: list[Any]) -> list[StreamChunk]:
+        """Typed content parts (Mistral's Magistral streams its reasoning this way).
+
+        ``{"type": "text", "text": ...}`` is text; ``{"type": "thinking",
+        "thinking": [{"type": "text", "text": ...}, ...]}`` is reasoning. Other
+        part types carry nothing toolweave keeps and are skipped.
+        """
+        out: list[StreamChunk] = []
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text" and isinstance(part.get("text"), str) and part["text"]:
+                out.append(TextChunk(part["text"], block=self._text_block()))
+            elif kind == "thinking":
+                inner = part.get("thinking")
+                pieces = inner if isinstance(inner, list) else [{"text": inner}]
+                text = "".join(
+                    p["text"]
+                    for p in pieces
+                    if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
+                if text:
+                    block = self._blocks.of(("reasoning", self._run))
+                    out.append(ReasoningChunk(text, block=block))
         return out
 
     def _legacy_delta(self, delta: ChoiceDeltaFunctionCall) -> None:

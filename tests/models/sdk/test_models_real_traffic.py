@@ -638,3 +638,91 @@ async def test_responses_whole_web_search(server: LoopbackServer) -> None:
     valid_responses(body, response)
     sent = [i["id"] for i in body["input"] if i.get("type") == "reasoning"]
     assert sent == [output[-2]["id"]] and output[-2]["type"] == "reasoning"
+
+
+# -- OpenAI-compatible Chat servers -------------------------------------------------
+
+
+def _chat_reference(name: str) -> dict[str, Any]:
+    """What the recording says, assembled independently of the mapper (choice 0 only)."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
+    for line in (CAPTURED / "openai_chat" / name).read_text().splitlines():
+        if not line.strip():
+            continue
+        for choice in json.loads(line).get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, list):  # typed parts
+                for part in content:
+                    if part["type"] == "text":
+                        text.append(part["text"])
+                    elif part["type"] == "thinking":
+                        reasoning.extend(p["text"] for p in part["thinking"])
+            else:
+                text.append(content or "")
+            reasoning.append(
+                delta.get("reasoning_content") or delta.get("reasoning") or ""
+            )
+            for call in delta.get("tool_calls") or ():
+                slot = calls.setdefault(call["index"], {"name": "", "args": ""})
+                function = call.get("function") or {}
+                slot["name"] = slot["name"] or function.get("name") or ""
+                slot["args"] += function.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    return {
+        "text": "".join(text),
+        "reasoning": "".join(reasoning),
+        "calls": [
+            (calls[i]["name"], json.loads(calls[i]["args"] or "{}"))
+            for i in sorted(calls)
+        ],
+        "finish": finish,
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mistral_reasoning_parts.chunks.txt",  # content as typed parts, thinking inside
+        "deepseek_reasoning_tool_call.chunks.txt",  # reasoning_content, then a call
+        "groq_tool_call_usage_in_x_groq.chunks.txt",  # content null, "{}" in one chunk
+        "glm_incremental_tool_call.chunks.txt",  # arguments streamed piecemeal
+        "xai_reasoning_tool_call.chunks.txt",  # reasoning_content, call in one chunk
+    ],
+)
+async def test_compatible_chat_servers(server: LoopbackServer, name: str) -> None:
+    expected = _chat_reference(name)
+    names = sorted({n for n, _ in expected["calls"]})
+    reply = ndjson_as_sse("openai_chat", name, named=False)
+    response = await replay(OPENAI_CHAT, server, reply, *names)
+    assert response.text == expected["text"]
+    thinking = "".join(b.text for b in response.content if isinstance(b, Thinking))
+    assert thinking == expected["reasoning"]
+    assert [(c.name, dict(c.input)) for c in response.tool_calls] == expected["calls"]
+    assert all(c.id and c.raw_arguments is None for c in response.tool_calls)
+    assert response.raw_stop_reason == expected["finish"]
+    assert response.stop_reason is (
+        StopReason.TOOL_USE if expected["calls"] else StopReason.END_TURN
+    )
+    assert response.usage.output_tokens > 0
+    body = await send_back(OPENAI_CHAT, server, response, *names)
+    valid_chat(body, response)
+
+
+async def test_mistral_typed_parts_whole(server: LoopbackServer) -> None:
+    """The same Magistral answer, not streamed: ``message.content`` is a list of parts."""
+    reply = whole("openai_chat", "mistral_reasoning_parts.json")
+    response = await replay(OPENAI_CHAT, server, reply, stream=False)
+    thinking, text = response.content
+    assert isinstance(thinking, Thinking)
+    assert (
+        thinking.text == "The user is asking for 2+2. This is basic arithmetic. 2+2=4."
+    )
+    assert text == Text("2 + 2 = 4")
+    assert response.stop_reason is StopReason.END_TURN
+    valid_chat(await send_back(OPENAI_CHAT, server, response), response)
