@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import cast
 
 import anyio
 import pytest
@@ -164,6 +165,7 @@ def _check_own_results(messages: list[Message], saved: dict[str, str]) -> None:
     assert len(set(paths)) == len(paths)
 
 
+NONE = cast("str", None)  # what an untyped model may send
 LONG = "fc_" + "0123456789" * 6  # a Responses-style id, too long for Chat
 
 SESSIONS = {
@@ -184,6 +186,10 @@ SESSIONS = {
             [fetch(LONG, "c", BIG), fetch(LONG, "d", BIG)],
         ],
         [[fetch("functions.fetch:0", "e", BIG), fetch(LONG, "f")]],
+    ),
+    "None ids (a model of the user's own)": (
+        [[fetch(NONE, "a", BIG), fetch(NONE, "b", BIG)], [fetch(NONE, "c")]],
+        [[fetch(NONE, "d", BIG, "store"), fetch("", "e")]],
     ),
     "ids that collide once respelled": (
         [[fetch("a.b", "a", BIG), fetch("a_b", "b", BIG), fetch("a:b", "c")]],
@@ -227,8 +233,8 @@ async def test_a_session_round_trips_through_store_and_resume(
     stored = store.messages(sid)
     assert stored == list(second.messages)
     assert [c.id for m in stored for c in m.tool_calls] == [
-        c.id for t in [*first_turns, *later_turns] for c in t
-    ]  # the store keeps the model's ids
+        c.id or "" for t in [*first_turns, *later_turns] for c in t
+    ]  # the store keeps the model's ids (None is kept as empty)
     saved = {str(p): p.read_text() for p in results.rglob("*.txt")}
     _check_own_results(stored, saved)
     _check_wire(stored)

@@ -154,7 +154,9 @@ class ModelCaller:
         prefix, attempt, position = f"{iteration}.", 1, 0
         async for chunk in chunks:
             if isinstance(chunk, ToolUseReady):
-                call = dataclasses.replace(chunk.call, key=f"{prefix}{position}")
+                call = dataclasses.replace(
+                    chunk.call, id=_call_id(chunk.call.id), key=f"{prefix}{position}"
+                )
                 position += 1
                 aggregator.add(ToolUseReady(call, block=chunk.block))
                 if eager is not None:
@@ -206,6 +208,16 @@ class ModelCaller:
         if self._tracer.captures_payloads:
             span.set("gen_ai.output.messages", repr(list(response.content)))
         span.end()
+
+
+def _call_id(raw: object) -> str:
+    """The id as text: a model of the user's own may send None (or a number).
+
+    None becomes the empty id, which the store accepts and the wire repair fills.
+    """
+    if isinstance(raw, str):
+        return raw
+    return "" if raw is None else str(raw)
 
 
 async def _close(chunks: AsyncIterator[StreamChunk]) -> None:

@@ -48,6 +48,8 @@ class IdSpelling:
 
     def spell(self, call_id: str) -> str:
         """`call_id` as this provider accepts it ("" stays "": it is filled later)."""
+        if not call_id:
+            return ""
         if self.invalid is not None:
             call_id = self.invalid.sub("_", call_id)
         if self.max_len is not None:
