@@ -584,6 +584,16 @@ def _writer(access: Access, run: Callable[[], object]) -> object:
     return writer
 
 
+def _at_outside(w: World, fn: Callable[..., object], *args: object) -> None:
+    """fn(*args, dir_fd=<outside>) from a working directory inside the declared key."""
+    os.chdir(w.base / "inside")
+    fd = os.open(w.base / "outside", os.O_RDONLY)
+    try:
+        fn(*args, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _inside(world: World) -> Access:
     return Access(writes=(f"fs:{world.base}/inside",))
 
@@ -622,6 +632,12 @@ PATH_CASES: list[tuple[str, Callable[[World], object], str | None]] = [
         "inside:x",
     ),
     ("a file inside the key", lambda w: (w.base / "inside/new").write_text("X"), None),
+    ("os.utime with a dir_fd", lambda w: _at_outside(w, os.utime, "f"), "outside/f"),
+    (
+        "os.open with a dir_fd",
+        lambda w: _at_outside(w, os.open, "f2", os.O_WRONLY | os.O_CREAT),
+        "<f2 relative to an unknown directory>",
+    ),
     (
         "sqlite read-only URI",
         lambda w: sqlite3.connect(
@@ -655,7 +671,8 @@ async def test_paths_are_judged_by_what_they_change(
         assert violations == []
         return
     assert result.is_error
-    assert violations and violations[0].target == f"{world.base}/{escaped}"
+    expected = escaped if escaped.startswith("<") else f"{world.base}/{escaped}"
+    assert violations and violations[0].target == expected
     assert _snapshot(world.base) == before
 
 
@@ -818,6 +835,14 @@ def test_event_arguments_the_hook_can_meet(
     [(kind, _, target)] = _ops("ctypes.dlsym", None, "unlink")
     assert kind == "write" and target.startswith("<unlink")
     assert not exclusive_is_private(unresolved, Access(writes=("fs:",)))
+    # arguments no classifier can read fail closed, as the event's kind
+    assert _ops("os.remove", object(), "not a dir_fd")[0][2] == unresolved
+    assert _ops("os.remove", "x", object()) == [("write", "os.remove", f"{real}/x")]
+    assert _ops("os.system") == [("spawn", "os.system", "")]
+    assert _ops("socket.connect") == [("connect", "socket.connect", unresolved)]
+    assert _ops("os.rename", "a") == [("write", "os.rename", unresolved)]
+    assert _ops("os.fork", 1, 2) == [("spawn", "os.fork", "")]
+    assert _ops("subprocess.Popen", None) == [("spawn", "subprocess.Popen", unresolved)]
     # a file key covers only below a "/", other namespaces keep ":" as a boundary
     assert covers("fs:/a/b", "fs:/a/b/c") and not covers("fs:/a/b", "fs:/a/b:c")
     assert covers("db:users", "db:users:1")

@@ -260,15 +260,34 @@ async def test_an_auditor_that_is_off_only_awaits() -> None:
     assert result.output == "x"
 
 
-def test_the_hook_never_breaks_an_operation_for_its_own_fault() -> None:
+def test_the_hook_fails_closed_on_arguments_it_cannot_read() -> None:
+    """Malformed arguments are an operation on an unknown target, not a free pass."""
     from toolweave.execution._audit_hook import current_scope
 
     ensure_installed()
     ensure_installed()  # idempotent
-    token = current_scope().set(_scope())
+    scope = _scope()
+    token = current_scope().set(scope)
     try:
-        _hook("open", ())  # malformed arguments: ignored
+        with pytest.raises(PermissionError, match="unresolved path"):
+            _hook("open", ())
         _hook("unrelated.event", ())
+    finally:
+        current_scope().reset(token)
+    assert [b.op.target for b in scope.breaches] == ["<unresolved path>"]
+
+
+def test_the_hook_never_breaks_an_operation_for_its_own_fault() -> None:
+    """A failure of the audit itself (not a refusal) lets the operation go on."""
+    from toolweave.execution._audit_hook import current_scope
+
+    class Broken(AuditScope):
+        def observe(self, op: Operation, frame: object) -> None:
+            raise RuntimeError("the audit's own bug")
+
+    token = current_scope().set(Broken("c", _elsewhere, {}, True))
+    try:
+        _hook("os.remove", ("/x", -1))
     finally:
         current_scope().reset(token)
 

@@ -99,6 +99,12 @@ def _open(args: tuple[object, ...]) -> tuple[Operation, ...]:
         exclusive = "x" in text
     if not writes or (isinstance(path, int) and not isinstance(path, bool)):
         return ()  # a read, or an fd already opened (its open was audited then)
+    if mode is None and isinstance(path, str | bytes) and not os.path.isabs(path):
+        # os.open does not report its dir_fd: the directory is unknown (fail closed)
+        shown = os.fsdecode(path)
+        return (
+            Operation("write", "open", f"<{shown} relative to an unknown directory>"),
+        )
     # O_EXCL refuses a symlink in the last component, so following it is exact
     return (
         Operation("write", "open", _fspath(path, follow=True), exclusive=exclusive),
@@ -351,7 +357,7 @@ _CLASSIFIERS: dict[str, Classifier] = {
     "os.chmod": _first("os.chmod", 2, follow=True),
     "os.chown": _first("os.chown", 3, follow=True),
     "os.truncate": _first("os.truncate", follow=True),
-    "os.utime": _first("os.utime", 4, follow=True),
+    "os.utime": _first("os.utime", 3, follow=True),
     "os.setxattr": _first("os.setxattr", follow=True),
     "os.removexattr": _first("os.removexattr", follow=True),
     "os.rename": _pair("os.rename"),
@@ -382,11 +388,41 @@ _CLASSIFIERS: dict[str, Classifier] = {
 }
 """Audit event name → its classifier. Every other event is ignored."""
 
+_SPAWN_EVENTS = frozenset(
+    {
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+    }
+)
+
 
 def classify_event(event: str, args: tuple[object, ...]) -> tuple[Operation, ...]:
-    """The operations behind audit event `event`; () when it changes nothing we check."""
+    """The operations behind audit event `event`; () when it changes nothing we check.
+
+    Fails closed: arguments a classifier cannot read (or a lookup that fails
+    while reading them) give an operation of the event's kind on an unknown
+    target, which only ``fs:``, ``proc:``/``net:`` or ``*`` covers.
+    """
     classify = _CLASSIFIERS.get(event)
-    return () if classify is None else classify(args)
+    if classify is None:
+        return ()
+    try:
+        return classify(args)
+    except Exception:
+        kind: OpKind = (
+            "spawn"
+            if event in _SPAWN_EVENTS
+            else "connect"
+            if event.startswith("socket.")
+            else "write"
+        )
+        return (Operation(kind, event, _UNRESOLVED),)
 
 
 AUDITED_EVENTS = frozenset(_CLASSIFIERS)
