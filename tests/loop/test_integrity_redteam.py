@@ -215,8 +215,8 @@ async def test_a_fatal_exception_with_a_sibling_that_never_ends(
 
 async def test_a_tool_that_shields_itself_past_its_timeout_still_ends_the_run() -> None:
     """Cancellation cannot reach code that shields itself: such a tool is answered
-    as timed out when it next yields (decision: its late output is not shown —
-    the deadline passed — and the run goes on)."""
+    as timed out when it next yields (past its own `timeout=`, its late output is
+    not shown) and the run goes on."""
     release = anyio.Event()
     entered = anyio.Event()
 
@@ -391,3 +391,60 @@ async def test_a_context_change_is_seen_by_the_calls_ordered_after_it(
         )
     )
     assert parallel == serial
+
+
+NO_CODE = {
+    "unknown tool": lambda: tw.ToolCall("n", "ghost", {}),
+    "input failing the schema": lambda: tw.ToolCall("n", "meet", {"tag": 5}),
+    "arguments that are not JSON": lambda: tw.ToolCall(
+        "n", "meet", {}, raw_arguments='{"tag": '
+    ),
+}
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["streaming", "batch"])
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("kind", list(NO_CODE))
+async def test_a_call_that_runs_no_code_is_no_barrier(
+    kind: str, policy: str, overlap: bool
+) -> None:
+    """Two SAFE calls around a call that runs nothing still meet (a rendezvous:
+    neither can finish unless both run at once); results stay in call order."""
+    arrived = [0]
+    both = anyio.Event()
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def meet(tag: str) -> str:
+        """Wait for the other `meet`."""
+        arrived[0] += 1
+        if arrived[0] == 2:
+            both.set()
+        with anyio.fail_after(10):
+            await both.wait()
+        return tag
+
+    script = [
+        use(
+            call("a", "meet", tag="first"),
+            NO_CODE[kind](),
+            call("b", "meet", tag="last"),
+        ),
+        say("done"),
+    ]
+    config = tw.AgentConfig(
+        concurrency=tw.ConcurrencyConfig(
+            policy=policy,  # type: ignore[arg-type]
+            streaming_overlap=overlap,
+        )
+    )
+    agent = tw.Agent(ScriptedModel(script), [meet], config=config)
+    try:
+        result = await agent.run("go")
+    finally:
+        await agent.aclose()
+    assert result.completion_reason is tw.CompletionReason.COMPLETED
+    first, middle, last = result.messages[-2].tool_results
+    assert (first.text, last.text) == ("first", "last")
+    assert not first.is_error and not last.is_error
+    assert middle.is_error
+    assert arrived[0] == 2
