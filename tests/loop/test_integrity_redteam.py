@@ -448,3 +448,105 @@ async def test_a_call_that_runs_no_code_is_no_barrier(
     assert not first.is_error and not last.is_error
     assert middle.is_error
     assert arrived[0] == 2
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["streaming", "batch"])
+@pytest.mark.parametrize("ids", ["call_0", ""])
+async def test_the_batch_budget_with_one_id_saves_each_call_its_own_file(
+    tmp_path: Path, ids: str, overlap: bool
+) -> None:
+    """Five results of 49,000 characters (each under the tool's threshold, together
+    over the 200,000-character batch budget), every call with the same id, twice:
+    the largest are saved, each to its own file with its own preview; the rest
+    arrive whole; a later turn never gets an earlier turn's preview."""
+    sizes = [49_000, 48_000, 47_000, 46_000, 45_000]
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def dump(tag: str, size: int) -> str:
+        """`size` characters starting with the tag."""
+        return (f"<{tag}>" + "." * size)[:size]
+
+    turns = [
+        use(*(call(ids, "dump", tag=f"{turn}{i}", size=s) for i, s in enumerate(sizes)))
+        for turn in ("a", "b")
+    ]
+    state = SessionState(workspace=tmp_path, results_dir=tmp_path / "results")
+    config = tw.AgentConfig(concurrency=tw.ConcurrencyConfig(streaming_overlap=overlap))
+    agent = tw.Agent(
+        ScriptedModel([*turns, say("done")]), [dump], config=config, state=state
+    )
+    try:
+        result = await agent.run("go")
+    finally:
+        await agent.aclose()
+    assert result.completion_reason is tw.CompletionReason.COMPLETED
+    saved = {str(p): p.read_text() for p in (tmp_path / "results").rglob("*.txt")}
+    paths: list[str] = []
+    for turn_message, turn in zip(
+        [m for m in result.messages if m.tool_results], ("a", "b"), strict=True
+    ):
+        answers = turn_message.tool_results
+        total = sum(len(r.text) for r in answers)
+        assert total <= 200_000
+        persisted = 0
+        for i, (answer, size) in enumerate(zip(answers, sizes, strict=True)):
+            tag = f"<{turn}{i}>"
+            assert answer.call_id == ids
+            if answer.text.startswith("<persisted-output>"):
+                persisted += 1
+                path = answer.text.split("saved to: ")[1].split("\n")[0]
+                assert saved[path] == (tag + "." * size)[:size]  # its own, whole
+                assert tag in answer.text  # its own preview
+                paths.append(path)
+            else:
+                assert answer.text == (tag + "." * size)[:size]
+        assert persisted >= 1
+    assert len(set(paths)) == len(paths) == len(saved)
+    assert transcript_problems(result.messages) == []
+
+
+async def test_six_agents_of_one_call_each_share_the_host_cap() -> None:
+    """Six sessions, each a one-call batch, on one Dispatcher with
+    max_concurrency=2: two run (reached), the other four wait (never more)."""
+    active = [0]
+    peak = [0]
+    two = anyio.Event()
+    release = anyio.Event()
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def work(n: int) -> str:
+        """Hold until released."""
+        active[0] += 1
+        peak[0] = max(peak[0], active[0])
+        if active[0] == 2:
+            two.set()
+        try:
+            await release.wait()
+        finally:
+            active[0] -= 1
+        return f"done {n}"
+
+    dispatcher = tw.Dispatcher(tw.ConcurrencyConfig(max_concurrency=2))
+    config = tw.AgentConfig(dispatcher=dispatcher)
+    outputs: dict[int, list[str]] = {}
+
+    async def session(n: int) -> None:
+        model = ScriptedModel([use(call("call_0", "work", n=n)), say("ok")])
+        result = await tw.Agent(model, [work], config=config).run("go")
+        outputs[n] = [r.text for r in result.messages[-2].tool_results]
+
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for n in range(6):
+                    tg.start_soon(session, n)
+                await two.wait()
+                await anyio.wait_all_tasks_blocked()
+                assert active[0] == 2  # the rest wait for a slot
+                assert dispatcher.statistics().slots_in_use == 2
+                release.set()
+    finally:
+        release.set()
+        await dispatcher.aclose()
+    assert peak[0] == 2
+    assert outputs == {n: [f"done {n}"] for n in range(6)}
