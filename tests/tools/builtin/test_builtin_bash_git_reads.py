@@ -41,7 +41,20 @@ def repo(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("command", ["git diff", "git log -p -1", "git show HEAD"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git diff",
+        "git log -p -1",
+        "git show HEAD",
+        # inside read-only wrappers the flags used to be missing (red team)
+        "timeout 5 git diff",
+        "nice git log -p -1",
+        "command git show HEAD",
+        "time git diff",
+        "ls && nice -n 1 timeout -s KILL 5 git diff | cat",
+    ],
+)
 async def test_textconv_does_not_run(
     repo: Path, state: SessionState, command: str
 ) -> None:

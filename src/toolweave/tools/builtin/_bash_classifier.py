@@ -30,7 +30,7 @@ import anyio.to_thread
 
 from ..._exceptions import ConfigError
 from .._access import Concurrency
-from ._bash_commands import argv_read_only
+from ._bash_commands import argv_read_only, unwrapped_start
 from ._bash_git import NO_TEXTCONV, git_read_only, git_subcommand
 from ._bash_parse import Script, SimpleCommand, Unparsed, parse_script
 
@@ -185,12 +185,15 @@ def read_only_form(command: str) -> str:
 
 
 def _git_insert(part: SimpleCommand) -> tuple[int, bytes] | None:
-    if part.name != "git" or not git_read_only(part.words[1:]):
+    """Where the flags go for a git read, also inside wrappers (``timeout 5 git log``)."""
+    at = unwrapped_start(part.words)
+    words = part.words[at:]
+    if not words or words[0] != "git" or not git_read_only(words[1:]):
         return None
-    index = git_subcommand(part.words[1:])
+    index = git_subcommand(words[1:])
     if index is None:
         return None
-    flags = NO_TEXTCONV.get(str(part.words[1 + index]))
+    flags = NO_TEXTCONV.get(str(words[1 + index]))
     if flags is None:
         return None
-    return part.spans[1 + index][1], f" {flags}".encode()
+    return part.spans[at + 1 + index][1], f" {flags}".encode()

@@ -20,7 +20,7 @@ from ._bash_git import git_read_only
 from ._bash_options import OptionSpec, first_operand, option_width, options_ok, spec
 from ._bash_sed import sed_script_read_only
 
-__all__ = ["COMMANDS", "CONSERVATIVE", "argv_read_only"]
+__all__ = ["COMMANDS", "CONSERVATIVE", "argv_read_only", "unwrapped_start"]
 
 Argv = Sequence[str | None]
 
@@ -329,6 +329,28 @@ def _inner(args: Argv, options: OptionSpec, skip: int = 0) -> Argv | None:
     if start is None or start + skip >= len(args):
         return None
     return args[start + skip :]
+
+
+def unwrapped_start(argv: Argv) -> int:
+    """Index in `argv` of the command that the read-only wrappers around it run.
+
+    ``timeout 5 nice git log`` gives 3: the bash tool must give *that* ``git``
+    its ``--no-textconv``, not only a ``git`` that is the command itself.
+    """
+    start = 0
+    for _ in range(MAX_WRAPPERS):
+        name, args = argv[start] if start < len(argv) else None, argv[start + 1 :]
+        inner: Argv | None = None
+        if name == "timeout":
+            inner = _inner(args, _TIMEOUT, skip=1)
+        elif name == "nice":
+            inner = _inner(args, _NICE)
+        elif name in ("command", "time"):
+            inner = args or None
+        if inner is None:
+            return start
+        start = len(argv) - len(inner)
+    return start
 
 
 MAX_WRAPPERS = 8
