@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolweave.messages import Message, Text, ToolCall, ToolResult
-from toolweave.models import ANTHROPIC_IDS, CHAT_IDS, unique_call_ids
+from toolweave.models import ANTHROPIC_IDS, CHAT_IDS, IdSpelling, unique_call_ids
 
 
 def turn(*ids: str) -> list[Message]:
@@ -165,3 +165,56 @@ def test_property_any_ids_reach_any_provider_valid_and_paired(
     longer = messages + turn("next")  # append-stable: earlier wire ids never move
     again = [c.id for m in unique_call_ids(longer, spelling) for c in m.tool_calls]
     assert again[: len(calls)] == calls
+
+
+def _naive(messages: list[Message], spelling: IdSpelling) -> list[str]:
+    """The rule as stated: each call's id as spelled if free, else the first free
+    ``<id>_<n>`` counting from 2 (from 1 for an empty id)."""
+    used: set[str] = set()
+    out: list[str] = []
+    for call in (c for m in messages for c in m.tool_calls):
+        spelled = spelling.spell(call.id)
+        if spelled and spelled not in used:
+            wire = spelled
+        else:
+            base, n = spelled or "call", 2 if spelled else 1
+            while True:
+                suffix = f"_{n}"
+                cut = base
+                if spelling.max_len is not None:
+                    cut = base[: max(0, spelling.max_len - len(suffix))]
+                wire = cut + suffix
+                if wire not in used:
+                    break
+                n += 1
+        used.add(wire)
+        out.append(wire)
+    return out
+
+
+_ID_ALPHABET = st.sampled_from(["call", "call_2", "call_1", "", "a.b", "a_b", "x" * 45])
+
+
+@given(
+    st.lists(st.lists(_ID_ALPHABET, min_size=1, max_size=5), min_size=1, max_size=6),
+    st.sampled_from(["any", "anthropic", "chat"]),
+)
+def test_property_the_repair_is_the_first_free_suffix_rule(
+    turns: list[list[str]], provider: str
+) -> None:
+    """The fast repair (which resumes each suffix search) equals the rule as stated."""
+    spelling = {"any": IdSpelling(), "anthropic": ANTHROPIC_IDS, "chat": CHAT_IDS}[
+        provider
+    ]
+    messages = [Message("user", "go")] + [m for ids in turns for m in turn(*ids)]
+    out = unique_call_ids(messages, spelling)
+    assert [c.id for m in out for c in m.tool_calls] == _naive(messages, spelling)
+
+
+def test_call_0_in_every_one_of_thousands_of_turns() -> None:
+    """Each repeat is answered at once (no re-walk of earlier suffixes)."""
+    messages = [Message("user", "go")] + [
+        m for _ in range(3_000) for m in turn("call_0")
+    ]
+    calls = [c.id for m in unique_call_ids(messages) for c in m.tool_calls]
+    assert calls == ["call_0"] + [f"call_0_{n}" for n in range(2, 3_001)]

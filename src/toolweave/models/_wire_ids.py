@@ -90,7 +90,7 @@ def unique_call_ids(
 
 
 def _repaired(messages: Sequence[Message], spelling: IdSpelling) -> list[Message]:
-    used: set[str] = set()
+    used = _Used()
     out: list[Message] = []
     pending: dict[str, deque[str]] = {}
     for message in messages:
@@ -107,7 +107,7 @@ def _repaired(messages: Sequence[Message], spelling: IdSpelling) -> list[Message
 
 
 def _assistant(
-    content: Sequence[object], used: set[str], spelling: IdSpelling
+    content: Sequence[object], used: _Used, spelling: IdSpelling
 ) -> tuple[Message, dict[str, deque[str]]]:
     """The message with repeated ids renamed, and original id → wire ids in order."""
     pending: dict[str, deque[str]] = {}
@@ -136,17 +136,34 @@ def _user(content: Sequence[object], pending: dict[str, deque[str]]) -> Message:
     return Message("user", tuple(blocks))
 
 
-def _fresh(call_id: str, used: set[str], spelling: IdSpelling) -> str:
+class _Used:
+    """Wire ids taken so far in the request, and where each base's suffix search resumes.
+
+    Every suffix below a base's resume point was taken when it was tried, and
+    ids are never released, so resuming there finds the same first free suffix
+    as counting from 2 — without re-walking them (``call_0`` in every one of N
+    turns would otherwise cost N² per request).
+    """
+
+    __slots__ = ("ids", "next_suffix")
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.next_suffix: dict[str, int] = {}
+
+
+def _fresh(call_id: str, used: _Used, spelling: IdSpelling) -> str:
     """`call_id` (as spelled) if unused, else the first free ``<id>_<n>``; marks it used."""
     spelled = spelling.spell(call_id)
-    if spelled and spelled not in used:
-        used.add(spelled)
+    if spelled and spelled not in used.ids:
+        used.ids.add(spelled)
         return spelled
     base = spelled or _EMPTY_BASE
-    n = 2 if spelled else 1
-    while (wire := _suffixed(base, n, spelling.max_len)) in used:
+    n = used.next_suffix.get(spelled, 2 if spelled else 1)  # "" = the empty ids
+    while (wire := _suffixed(base, n, spelling.max_len)) in used.ids:
         n += 1
-    used.add(wire)
+    used.ids.add(wire)
+    used.next_suffix[spelled] = n + 1
     return wire
 
 
