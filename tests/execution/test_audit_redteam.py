@@ -22,6 +22,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import pytest
 from lifecycle_helpers import Events, call, make_state, run_concurrently
 
@@ -846,3 +848,38 @@ def test_event_arguments_the_hook_can_meet(
     # a file key covers only below a "/", other namespaces keep ":" as a boundary
     assert covers("fs:/a/b", "fs:/a/b/c") and not covers("fs:/a/b", "fs:/a/b:c")
     assert covers("db:users", "db:users:1")
+
+
+@pytest.mark.parametrize("audit", ["warn", "enforce"])
+async def test_a_thread_left_running_after_its_call_timed_out_is_stopped(
+    audit: str, world: World, tmp_path: Path
+) -> None:
+    """Its result is out and its slot is free: warn can warn nobody, so it is stopped."""
+    go, done = threading.Event(), threading.Event()
+    refused: list[str] = []
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda args: _reads(world), timeout=1)
+    def lingering() -> str:
+        """Writes only after its call has timed out."""
+        go.wait(10)
+        try:
+            (world.base / "late").write_text("x")
+        except PermissionError as exc:
+            refused.append(str(exc))
+        done.set()
+        return "too late"
+
+    events = Events()
+    runner = ToolRunner(
+        ToolRegistry([lingering]),
+        state=make_state(tmp_path),
+        on_event=events,
+        audit=audit,  # type: ignore[arg-type]
+    )
+    result = await runner(call("l", "lingering"))
+    assert result.is_error and "timed out" in result.text
+    go.set()
+    assert await anyio.to_thread.run_sync(done.wait, 10)
+    assert not (world.base / "late").exists()
+    assert refused and "late" in refused[0]
+    assert events.of(DeclarationViolation) == []  # the call's events were already out

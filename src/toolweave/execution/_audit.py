@@ -117,7 +117,9 @@ class Auditor:
         """Await `work` (the tool's execution) under the call's audit scope.
 
         A checkpoint (it awaits `work`). Breaches are reported as events once
-        `work` is over, also when it is cancelled. In enforce mode a call with
+        `work` is over, also when it is cancelled. A breach by work the call
+        leaves running after that (a timed-out worker thread) is stopped in
+        every mode and not reported: the call's result is already out. In enforce mode a call with
         a breach ends with an error naming it, even if the tool caught the
         PermissionError and went on.
         """
@@ -129,6 +131,7 @@ class Auditor:
             executed = await work
         finally:
             _scope.reset(token)
+            scope.ended = True  # what it left running is stopped from now on
             if on_event is not None and scope.breaches:
                 _report(scope, call, on_event)
         return _settle(scope, executed) if scope.breaches else executed

@@ -73,7 +73,7 @@ class AuditScope:
     runs on. Read `breaches` once the call is over.
     """
 
-    __slots__ = ("_findings", "args", "call_id", "enforce", "tool")
+    __slots__ = ("_findings", "args", "call_id", "ended", "enforce", "tool")
 
     def __init__(
         self, call_id: str, tool: Tool, args: dict[str, object], enforce: bool
@@ -82,6 +82,8 @@ class AuditScope:
         self.tool = tool
         self.args = args
         self.enforce = enforce
+        self.ended = False
+        """Set when the call is over; work it left behind still carries the scope."""
         self._findings: _Findings | None = None
 
     @property
@@ -110,9 +112,13 @@ class AuditScope:
         )
         if reason is None or _in_finalizer(frame):
             return
-        breach = Breach(op, reason, self._source(findings, frame), self.enforce)
+        # Once the call is over (a timed-out worker thread left running), its
+        # result is out and its slot is free: nobody can be warned in time and a
+        # conflicting call may be running, so it is stopped in every mode.
+        stop = self.enforce or self.ended
+        breach = Breach(op, reason, self._source(findings, frame), stop)
         findings.breaches.append(breach)
-        if self.enforce:
+        if stop:
             raise PermissionError(
                 errno.EACCES, f"Declaration audit: {breach.describe(self.tool.name)}"
             )
