@@ -4,11 +4,18 @@ A function call is emitted when its ``response.output_item.done`` arrives (its
 arguments there are authoritative); a reasoning item is closed with its id and
 encrypted content so it can be passed back. ``response.failed`` and ``error``
 events raise the neutral error their code names.
+
+An item is known by its ``output_index`` (its position in the response), not
+by its id: a proxy may give every event of one item a new id (GitHub Copilot's
+does), and keyed by id each text delta would become its own block, a
+reasoning item would come out twice and a function call would be emitted
+again, empty, at the end. Events without an ``output_index`` fall back to the
+item id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
@@ -49,8 +56,8 @@ class ResponsesStreamMapper:
     def __init__(self, tool_names: Iterable[str] = ()) -> None:
         self._blocks = BlockNumbers()
         self._calls = ToolCallBuilder(tool_names=tool_names)
-        self._pending: dict[str, _Call] = {}
-        self._reasoning_seen: dict[str, int] = {}  # item id -> last summary index
+        self._pending: dict[Hashable, _Call] = {}
+        self._reasoning_seen: dict[Hashable, int] = {}  # item -> last summary index
         self._emitted_calls = False
         self._refused = False
         self._final: Any = None
@@ -60,21 +67,21 @@ class ResponsesStreamMapper:
         """Chunks for one SDK event; raises the neutral error of a failed response."""
         kind = event.type
         if kind == "response.output_text.delta":
-            return (TextChunk(event.delta, block=self._blocks.of(event.item_id)),)
+            return (TextChunk(event.delta, block=self._blocks.of(_key(event))),)
         if kind == "response.function_call_arguments.delta":
-            call = self._pending.get(event.item_id)
+            call = self._pending.get(_key(event))
             if call is not None:
                 call.parts.append(event.delta)
             return _NOTHING
         if kind in _REASONING_DELTAS:
             return (self._reasoning_delta(event),)
         if kind == "response.output_item.added":
-            self._added(event.item)
+            self._added(_key(event), event.item)
         elif kind == "response.output_item.done":
-            return self._done(event.item)
+            return self._done(_key(event), event.item)
         elif kind == "response.refusal.delta":
             self._refused = True
-            return (TextChunk(event.delta, block=self._blocks.of(event.item_id)),)
+            return (TextChunk(event.delta, block=self._blocks.of(_key(event))),)
         else:
             self._lifecycle(kind, event)
         return _NOTHING
@@ -86,11 +93,9 @@ class ResponsesStreamMapper:
                 "responses stream ended before response.completed"
             )
         out: list[StreamChunk] = []
-        for item_id in list(self._pending):
-            call = self._pending.pop(item_id)
-            out.extend(
-                self._ready(item_id, call.call_id, call.name, "".join(call.parts))
-            )
+        for key in list(self._pending):
+            call = self._pending.pop(key)
+            out.extend(self._ready(key, call.call_id, call.name, "".join(call.parts)))
         stop, raw = self._stop_reason(self._final)
         out.append(
             StreamEnd(
@@ -115,29 +120,29 @@ class ResponsesStreamMapper:
 
     def _reasoning_delta(self, event: Any) -> ReasoningChunk:
         index = getattr(event, "summary_index", 0)
-        previous = self._reasoning_seen.get(event.item_id)
-        self._reasoning_seen[event.item_id] = index
+        key = _key(event)
+        previous = self._reasoning_seen.get(key)
+        self._reasoning_seen[key] = index
         text = event.delta
         if previous is not None and previous != index:
             text = "\n\n" + text  # a new summary part
-        return ReasoningChunk(text, block=self._blocks.of(event.item_id))
+        return ReasoningChunk(text, block=self._blocks.of(key))
 
-    def _added(self, item: Any) -> None:
+    def _added(self, key: Hashable, item: Any) -> None:
         if item.type == "function_call":
-            self._pending[item.id or item.call_id] = _Call(item.call_id, item.name)
+            self._pending[key] = _Call(item.call_id, item.name)
 
-    def _done(self, item: Any) -> list[StreamChunk]:
+    def _done(self, key: Hashable, item: Any) -> list[StreamChunk]:
         if item.type == "function_call":
-            key = item.id or item.call_id
             self._pending.pop(key, None)
             return self._ready(key, item.call_id, item.name, item.arguments)
         if item.type == "reasoning":
             text = ""
-            if item.id not in self._reasoning_seen and item.summary:
+            if key not in self._reasoning_seen and item.summary:
                 text = "\n\n".join(s.text for s in item.summary)
             chunk = ReasoningChunk(
                 text,
-                block=self._blocks.of(item.id),
+                block=self._blocks.of(key),
                 provider_id=item.id,
                 encrypted_content=item.encrypted_content,
             )
@@ -145,7 +150,7 @@ class ResponsesStreamMapper:
         return []
 
     def _ready(
-        self, key: str, call_id: str | None, name: str, args: str
+        self, key: Hashable, call_id: str | None, name: str, args: str
     ) -> list[StreamChunk]:
         self._emitted_calls = True
         calls = self._calls.build(call_id, name, args)
@@ -175,3 +180,16 @@ def _usage(usage: Any) -> Usage:
     return openai_usage(
         usage.input_tokens, usage.output_tokens, usage.input_tokens_details
     )
+
+
+def _key(event: Any) -> Hashable:
+    """The item an event belongs to: its output position, else its item id."""
+    position = getattr(event, "output_index", None)
+    if position is not None:
+        return ("output", position)
+    item = getattr(event, "item", None)
+    if item is not None:
+        key: Hashable = getattr(item, "id", None) or getattr(item, "call_id", None)
+        return key
+    item_id: Hashable = event.item_id
+    return item_id

@@ -726,3 +726,52 @@ async def test_mistral_typed_parts_whole(server: LoopbackServer) -> None:
     assert text == Text("2 + 2 = 4")
     assert response.stop_reason is StopReason.END_TURN
     valid_chat(await send_back(OPENAI_CHAT, server, response), response)
+
+
+# -- Responses through a proxy that renames items on every event ---------------------
+
+
+async def test_responses_copilot_rotating_item_ids(server: LoopbackServer) -> None:
+    """GitHub Copilot's proxy gives every event of an item a new ``item_id``."""
+    (events,) = responses_turns("copilot_id_rotation.chunks.txt")
+    deltas = [e for e in events if e["type"] == "response.output_text.delta"]
+    assert len({e["item_id"] for e in deltas}) == len(deltas) > 1
+    response = await replay(OPENAI_RESPONSES, server, as_sse(events))
+    thinking, text = response.content
+    assert isinstance(thinking, Thinking) and isinstance(text, Text)
+    assert text.text == "".join(e["delta"] for e in deltas)
+    summary = [
+        e["delta"]
+        for e in events
+        if e["type"] == "response.reasoning_summary_text.delta"
+    ]
+    assert thinking.text == "".join(summary)
+    assert response.stop_reason is StopReason.END_TURN
+    valid_responses(await send_back(OPENAI_RESPONSES, server, response), response)
+
+
+def _rotate_ids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The real events with every item id renamed per event, as such a proxy does."""
+    out = []
+    for number, event in enumerate(json.loads(json.dumps(events))):
+        if "item_id" in event:
+            event["item_id"] = f"rotated-{number}"
+        if "item" in event:
+            event["item"]["id"] = f"rotated-{number}"
+        out.append(event)
+    return out
+
+
+async def test_responses_rotating_ids_never_duplicate_a_call(
+    server: LoopbackServer,
+) -> None:
+    """Derived from a real turn: reasoning, then a call whose argument deltas are renamed."""
+    events = _rotate_ids(responses_turns("reasoning_encrypted_content.chunks.txt")[0])
+    (item,) = _done_items(events, "function_call")
+    response = await replay(OPENAI_RESPONSES, server, as_sse(events), item["name"])
+    thinking, call = response.content
+    assert isinstance(thinking, Thinking) and thinking.text
+    assert call == ToolCall(
+        item["call_id"], item["name"], json.loads(item["arguments"])
+    )
+    assert response.stop_reason is StopReason.TOOL_USE
