@@ -883,3 +883,45 @@ async def test_a_thread_left_running_after_its_call_timed_out_is_stopped(
     assert not (world.base / "late").exists()
     assert refused and "late" in refused[0]
     assert events.of(DeclarationViolation) == []  # the call's events were already out
+
+
+def _leave_scratch(w: World) -> None:
+    with open(w.base / "outside" / "kept", "x") as f:
+        f.write("x")
+
+
+def _scratch_then_tree(w: World) -> None:
+    fd, name = tempfile.mkstemp(dir=w.base / "outside")
+    os.close(fd)
+    os.remove(name)
+    os.mkdir(name)  # the private name now holds a directory tree
+    Path(name, "deep").write_text("x")
+
+
+@pytest.mark.parametrize("audit", ["warn", "enforce"])
+@pytest.mark.parametrize(
+    "leave", [_leave_scratch, _scratch_then_tree], ids=["file", "tree"]
+)
+async def test_a_scratch_file_left_behind_beside_a_declared_file_is_a_violation(
+    audit: str, leave: Callable[[World], None], world: World, tmp_path: Path
+) -> None:
+    """Let through as an atomic write's temp file; still there at the end, it was not."""
+    access = Access(writes=(f"fs:{world.base}/outside/target",))
+    events = Events()
+    writer = _writer(access, lambda: leave(world))
+    result = await _runner(tmp_path, [writer], audit, events)(call("w", "writer"))
+    [violation] = events.of(DeclarationViolation)
+    assert violation.target.startswith(f"{world.base}/outside/")
+    assert "left behind" in violation.reason and not violation.blocked
+    assert result.is_error is (audit == "enforce")
+
+
+async def test_a_scratch_file_left_in_the_temp_dir_is_no_violation(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(world.base / "outside"))
+    events = Events()
+    writer = _writer(_reads(world), lambda: _close(tempfile.mkstemp()[0]))
+    result = await _runner(tmp_path, [writer], "enforce", events)(call("w", "writer"))
+    assert result.text == "done"
+    assert events.of(DeclarationViolation) == []

@@ -132,6 +132,7 @@ class Auditor:
         finally:
             _scope.reset(token)
             scope.ended = True  # what it left running is stopped from now on
+            scope.check_leftovers()
             if on_event is not None and scope.breaches:
                 _report(scope, call, on_event)
         return _settle(scope, executed) if scope.breaches else executed

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import errno
+import os
 import sys
 import tempfile
 import threading
@@ -23,7 +24,12 @@ from types import FrameType
 from ..tools import Tool
 from ..tools._declaration_errors import silenced_declaration_errors
 from ._audit_ops import AUDITED_EVENTS, Operation, classify_event
-from ._audit_rules import effective_access, exclusive_is_private, rule_broken
+from ._audit_rules import (
+    effective_access,
+    exclusive_is_private,
+    in_temp_dir,
+    rule_broken,
+)
 
 __all__ = ["AuditScope", "Breach", "code_files", "current_scope", "ensure_installed"]
 
@@ -122,6 +128,25 @@ class AuditScope:
             raise PermissionError(
                 errno.EACCES, f"Declaration audit: {breach.describe(self.tool.name)}"
             )
+
+    def check_leftovers(self) -> None:
+        """Once the call is over: a scratch file it left beside its declared writes is a breach.
+
+        Such a file was let through as the temp file of an atomic write; still
+        there, it is a new file other calls can see. It can only be reported
+        (it exists already); in enforce mode the call still fails.
+        """
+        findings = self._findings
+        if findings is None:
+            return
+        for path in sorted(findings.private):
+            if not in_temp_dir(path) and os.path.lexists(path):
+                op = Operation("write", "open", path)
+                reason = (
+                    "the call left behind a file it created exclusively outside its"
+                    f" declared writes {list(findings.access.writes)}"
+                )
+                findings.breaches.append(Breach(op, reason, "", False))
 
     def _source(self, findings: _Findings, frame: FrameType | None) -> str:
         """The innermost frame in the tool's own code (else the innermost outside the stdlib)."""

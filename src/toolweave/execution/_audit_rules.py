@@ -29,7 +29,9 @@ Three writes are never violations: ``/dev/null`` (subprocess opens it for a
 child's unused streams), a scratch file the call created exclusively (O_EXCL,
 as `tempfile.mkstemp` does) directly in the temporary directory or beside a
 file it declares it writes (later writes, renames and removal of it included,
-since nobody else could have seen it before; see `exclusive_is_private`),
+since nobody else could have seen it before; see `exclusive_is_private`;
+one still there when the call ends, outside the temporary directory, is a
+violation then: it was no scratch file),
 and byte-code caches Python
 writes when a module is imported (``__pycache__``). Operations of finalizers
 (``__del__``, ``weakref.finalize``) are not the call's either: the garbage
@@ -44,7 +46,7 @@ import tempfile
 from ..tools import Access, Concurrency
 from ._audit_ops import Operation, path_key
 
-__all__ = ["effective_access", "exclusive_is_private", "rule_broken"]
+__all__ = ["effective_access", "exclusive_is_private", "in_temp_dir", "rule_broken"]
 
 _SEPARATORS = ("/", ":")
 _PYCACHE = "/__pycache__"
@@ -81,6 +83,11 @@ def covers(outer: str, inner: str) -> bool:
     )
 
 
+def in_temp_dir(path: str) -> bool:
+    """True for a path directly in the temporary directory (where mkstemp() puts files)."""
+    return os.path.dirname(path) == os.path.realpath(tempfile.gettempdir())
+
+
 def exclusive_is_private(path: str, access: Access) -> bool:
     """May a file created with O_EXCL at `path` be the call's own scratch file?
 
@@ -92,9 +99,9 @@ def exclusive_is_private(path: str, access: Access) -> bool:
     """
     if not path.startswith("/"):  # unresolved: it could be anywhere
         return False
-    parent = os.path.dirname(path)
-    if parent == os.path.realpath(tempfile.gettempdir()):
+    if in_temp_dir(path):
         return True
+    parent = os.path.dirname(path)
     return any(
         k.startswith(("fs:/", "file:/")) and os.path.dirname(_normal(k)[3:]) == parent
         for k in access.writes
