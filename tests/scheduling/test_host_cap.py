@@ -7,6 +7,8 @@ than two at once, and two is reached.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 from sched_probe import Probe, runner_for
@@ -137,3 +139,72 @@ async def test_only_a_disabled_dispatcher_is_a_plain_loop_without_slots() -> Non
         assert probe.inside == 2  # enabled=False: no host cap at all
         assert dispatcher.statistics().slots_in_use == 0
         probe.release_all()
+
+
+async def test_an_interrupt_while_a_batch_waits_for_a_host_slot_leaks_nothing() -> None:
+    probe, reg = _setup()
+    dispatcher = Dispatcher(ConcurrencyConfig(max_concurrency=1, per_batch_max=1))
+    token = InterruptToken()
+    waiting: list[tw.ToolResult] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            dispatcher.dispatch,
+            [tw.ToolCall("h", "read", {"key": "h"})],
+            reg,
+            runner_for(reg),
+        )
+        await anyio.wait_all_tasks_blocked()
+
+        async def batch() -> None:
+            waiting.extend(
+                await dispatcher.dispatch(
+                    [
+                        tw.ToolCall("a", "read", {"key": "a"}),
+                        tw.ToolCall("b", "read", {"key": "b"}),
+                    ],
+                    reg,
+                    runner_for(reg),
+                    interrupt=token,
+                )
+            )
+
+        tg.start_soon(batch)
+        await anyio.wait_all_tasks_blocked()
+        assert dispatcher.statistics().waiting == 2  # holding its batch slot only
+        token.set()
+        await anyio.wait_all_tasks_blocked()
+        assert [r.synthetic for r in waiting] == [True, True]
+        probe.release("h")
+    assert probe.started() == ["h"]
+    stats = dispatcher.statistics()
+    assert (stats.running, stats.waiting, stats.slots_in_use) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("width", [1, 3])
+async def test_repeated_ids_get_distinct_results_by_position(width: int) -> None:
+    # The engine keys calls by position, never by id: models repeat ids.
+    probe, reg = _setup()
+    batch = [tw.ToolCall("call_0", "read", {"key": k}) for k in "abc"[:width]]
+    pairs: list[tuple[str, str]] = []
+    async with anyio.create_task_group() as tg:
+
+        async def go() -> list[tw.ToolResult]:
+            return await Dispatcher().dispatch(
+                batch,
+                reg,
+                runner_for(reg),
+                on_completed=lambda c, r: pairs.append((c.input["key"], r.text)),
+            )
+
+        out: list[tw.ToolResult] = []
+        tg.start_soon(lambda: _collect(go, out))
+        for key in reversed("abc"[:width]):  # finish in reverse order
+            await anyio.wait_all_tasks_blocked()
+            probe.release(key)
+    assert [r.text for r in out] == [f"read:{k}" for k in "abc"[:width]]
+    assert all(r.call_id == "call_0" for r in out)
+    assert sorted(pairs) == [(k, f"read:{k}") for k in "abc"[:width]]
+
+
+async def _collect(fn: Any, out: list[tw.ToolResult]) -> None:
+    out.extend(await fn())
