@@ -44,7 +44,9 @@ def chat_replay(completion: ChatCompletion) -> list[ChatCompletionChunk]:
             }
         )
     if completion.usage is not None:
-        chunks.append(head | {"choices": [], "usage": completion.usage.model_dump()})
+        chunks.append(
+            head | {"choices": [], "usage": completion.usage.model_dump(warnings=False)}
+        )
     return [ChatCompletionChunk.model_construct(**chunk) for chunk in chunks]
 
 
@@ -56,10 +58,10 @@ def _delta(message: Any) -> dict[str, Any]:
     if message.refusal:
         delta["refusal"] = message.refusal
     if message.function_call is not None:
-        delta["function_call"] = message.function_call.model_dump()
+        delta["function_call"] = message.function_call.model_dump(warnings=False)
     if message.tool_calls:
         delta["tool_calls"] = [
-            {"index": index} | call.model_dump()
+            {"index": index} | call.model_dump(warnings=False)
             for index, call in enumerate(message.tool_calls)
         ]
     return delta

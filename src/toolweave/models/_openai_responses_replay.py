@@ -38,7 +38,8 @@ def responses_replay(response: Response) -> list[Any]:
         ResponseCreatedEvent.model_construct(
             type="response.created",
             sequence_number=0,
-            response=response.model_dump() | {"output": [], "status": "in_progress"},
+            response=response.model_dump(warnings=False)
+            | {"output": [], "status": "in_progress"},
         )
     ]
     for position, item in enumerate(response.output):
@@ -49,13 +50,15 @@ def responses_replay(response: Response) -> list[Any]:
                 type="response.output_item.done",
                 sequence_number=len(events),
                 output_index=position,
-                item=item.model_dump(),
+                item=item.model_dump(warnings=False),
             )
         )
     kind, cls = _FINAL.get(response.status or "", _COMPLETED)
     events.append(
         cls.model_construct(
-            type=kind, sequence_number=len(events), response=response.model_dump()
+            type=kind,
+            sequence_number=len(events),
+            response=response.model_dump(warnings=False),
         )
     )
     return events

@@ -775,3 +775,31 @@ async def test_responses_rotating_ids_never_duplicate_a_call(
         item["call_id"], item["name"], json.loads(item["arguments"])
     )
     assert response.stop_reason is StopReason.TOOL_USE
+
+
+# -- whole responses holding blocks the installed SDK does not model ----------------
+
+
+async def test_anthropic_whole_with_mcp_blocks(server: LoopbackServer) -> None:
+    """``mcp_tool_use`` / ``mcp_tool_result`` are the server's; the text is ours, quietly."""
+    reply = whole("anthropic", "mcp_whole.json")
+    kinds = [b["type"] for b in reply.body["content"]]
+    assert kinds == ["mcp_tool_use", "mcp_tool_result", "text"]
+    response = await replay(ANTHROPIC, server, reply, stream=False)
+    assert response.content == (Text(reply.body["content"][2]["text"]),)
+    assert response.stop_reason is StopReason.END_TURN
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (1250, 88)
+    valid_anthropic(await send_back(ANTHROPIC, server, response), response)
+
+
+async def test_responses_whole_with_a_hosted_search_item(
+    server: LoopbackServer,
+) -> None:
+    reply = whole("openai_responses", "xai_x_search_whole.json")
+    output = reply.body["output"]
+    assert [o["type"] for o in output] == ["x_search_call", "message"]
+    response = await replay(OPENAI_RESPONSES, server, reply, stream=False)
+    assert response.text == "".join(c["text"] for c in output[1]["content"])
+    assert response.tool_calls == ()
+    assert response.stop_reason is StopReason.END_TURN
+    valid_responses(await send_back(OPENAI_RESPONSES, server, response), response)
