@@ -803,3 +803,53 @@ async def test_responses_whole_with_a_hosted_search_item(
     assert response.tool_calls == ()
     assert response.stop_reason is StopReason.END_TURN
     valid_responses(await send_back(OPENAI_RESPONSES, server, response), response)
+
+
+# -- derived from real Chat recordings: index gaps, missing indices ---------------------
+
+
+def _renumber_calls(name: str, numbers: dict[int, int | None]) -> SseReply:
+    """The real stream with its tool-call indices renumbered (None drops the field)."""
+    out = []
+    for event in sse("openai_chat", name).events:
+        payload = event.removeprefix("data: ").strip()
+        if payload != "[DONE]":
+            chunk = json.loads(payload)
+            for choice in chunk["choices"]:
+                for call in choice["delta"].get("tool_calls") or ():
+                    new = numbers[call["index"]]
+                    if new is None:
+                        del call["index"]
+                    else:
+                        call["index"] = new
+            payload = json.dumps(chunk)
+        out.append(f"data: {payload}\n\n")
+    return SseReply("".join(out))
+
+
+@pytest.mark.parametrize(
+    "numbers",
+    [{0: 1, 1: 3}, {0: 5, 1: 6}, {0: None, 1: None}],
+    ids=["gaps", "offset", "no-index"],
+)
+async def test_chat_parallel_calls_with_renumbered_indices(
+    server: LoopbackServer, numbers: dict[int, int | None]
+) -> None:
+    """Servers that skip indices, start above 0 or leave the index out (ids still differ)."""
+    reply = _renumber_calls("parallel_tool_calls.sse", numbers)
+    response = await replay(
+        OPENAI_CHAT, server, reply, "GetWeatherArgs", "get_stock_price"
+    )
+    real = await replay(
+        OPENAI_CHAT, server, sse("openai_chat", "parallel_tool_calls.sse")
+    )
+    assert response.tool_calls == real.tool_calls
+    assert [c.id for c in response.tool_calls] == [
+        "call_JMW1whyEaYG438VE1OIflxA2",
+        "call_DNYTawLBoN8fj3KN6qU9N1Ou",
+    ]
+    assert all(c.raw_arguments is None and c.input for c in response.tool_calls)
+    body = await send_back(
+        OPENAI_CHAT, server, response, "GetWeatherArgs", "get_stock_price"
+    )
+    valid_chat(body, response)
