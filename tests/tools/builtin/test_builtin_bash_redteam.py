@@ -164,7 +164,8 @@ RULES = PermissionRules(
         for name in (
             "echo", "ls", "cat", "true", "test", "[", "printf", "read", "let",
             "declare", "local", "export", "typeset", "readonly", "unset", "mapfile",
-            "readarray", "wait", "getopts", "x", "y", "alias", "shopt", "history",
+            "readarray", "wait", "getopts", "x", "y", "alias", "jobs", "compgen",
+            "complete", "bind", "shopt", "history",
             "fc", "hash", "enable", "r", "flock", "script", "su", "env", "watch",
             "busybox", "toybox", "bash", "nsenter", "ltrace", "valgrind",
         )
@@ -216,6 +217,13 @@ HIDDEN_RM = [
     "fc -s rm",
     "hash -p /bin/rm ls; ls x",
     "enable -f ./evil.so ls; ls",
+    "jobs -x rm x",
+    "mapfile -C 'rm x #' -c 1 a < f",
+    "readarray -t -C 'rm x #' a < f",
+    "mapfile -tC 'rm x #' a < f",
+    "compgen -C 'rm x' y",
+    "complete -C 'rm x' y",
+    "bind -x '\"\\C-x\": rm x'",
     # through a wrapper, the same holds
     "command test -v 'a[$(rm x)]'",
     "builtin read 'a[$(rm x)]' <<< 1",
@@ -297,6 +305,9 @@ PROOFS = [
     "let 'a[$(touch hit)]'",
     "shopt -s expand_aliases\nalias r='touch hit'\nr",
     "bash -c -- 'touch hit'",
+    "jobs -x touch hit",
+    "printf 'a\\nb\\n' | mapfile -C 'touch hit #' -c 1 a",
+    "compgen -C 'touch hit' y",
 ]
 
 

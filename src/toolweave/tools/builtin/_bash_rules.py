@@ -312,10 +312,13 @@ _NAME_TAKERS = frozenset(
 """Builtins whose operands bash may read as variable names, subscripts included:
 ``read 'a[$(rm y)]'`` runs ``rm``."""
 
-_REDEFINERS = frozenset({"let", "alias", "fc", "history", "hash", "enable"})
+_REDEFINERS = frozenset(
+    {"let", "alias", "fc", "history", "hash", "enable", "compgen", "complete", "bind"}
+)
 """Builtins that evaluate text as code or change what a later word runs: ``let``
 does arithmetic, ``alias`` (with ``expand_aliases``), ``fc -s`` reruns history
-text, ``hash -p`` and ``enable -f`` rebind a command name to another program."""
+text, ``hash -p`` and ``enable -f`` rebind a command name to another program,
+``compgen -C 'rm x'`` runs its command, ``complete``/``bind -x`` store code."""
 
 
 def _evaluates(words: Words, raws: tuple[str, ...] | None) -> bool:
@@ -327,6 +330,8 @@ def _evaluates(words: Words, raws: tuple[str, ...] | None) -> bool:
     name, args = words[0], words[1:]
     if name in _REDEFINERS:
         return True
+    if name == "jobs":  # ``jobs -x rm x`` runs rm
+        return any(a is None or (a[:1] == "-" and "x" in a) for a in words[1:])
     known = raws if raws is not None and len(raws) == len(words) else None
     if name in ("test", "["):
         if known is not None:
@@ -336,6 +341,10 @@ def _evaluates(words: Words, raws: tuple[str, ...] | None) -> bool:
         return bool(args) and (args[0] is None or args[0].startswith("-v"))
     if name not in _NAME_TAKERS:
         return False
+    if name in ("mapfile", "readarray") and any(
+        a is None or (a.startswith("-") and "C" in a) for a in args
+    ):
+        return True  # -C CALLBACK: bash evaluates it every -c lines
     if name in ("read", "mapfile", "readarray", "unset", "getopts", "wait"):
         return any(a is None or "[" in a for a in args)
     return _declaration_evaluates(args, known[1:] if known else None)
