@@ -925,3 +925,16 @@ async def test_a_scratch_file_left_in_the_temp_dir_is_no_violation(
     result = await _runner(tmp_path, [writer], "enforce", events)(call("w", "writer"))
     assert result.text == "done"
     assert events.of(DeclarationViolation) == []
+
+
+async def test_creating_the_declared_file_itself_exclusively_is_no_leftover(
+    world: World, tmp_path: Path
+) -> None:
+    """open(target, "x") of the very file declared: it is meant to stay."""
+    target = world.base / "outside" / "target"
+    events = Events()
+    writer = _writer(Access(writes=(f"fs:{target}",)), lambda: target.open("x").close())
+    result = await _runner(tmp_path, [writer], "enforce", events)(call("w", "writer"))
+    assert result.text == "done", result.text
+    assert target.exists()
+    assert events.of(DeclarationViolation) == []

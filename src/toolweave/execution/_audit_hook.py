@@ -140,13 +140,16 @@ class AuditScope:
         if findings is None:
             return
         for path in sorted(findings.private):
-            if not in_temp_dir(path) and os.path.lexists(path):
-                op = Operation("write", "open", path)
-                reason = (
-                    "the call left behind a file it created exclusively outside its"
-                    f" declared writes {list(findings.access.writes)}"
-                )
-                findings.breaches.append(Breach(op, reason, "", False))
+            op = Operation("write", "open", path)
+            if in_temp_dir(path) or not os.path.lexists(path):
+                continue
+            if rule_broken(op, findings.concurrency, findings.access, set()) is None:
+                continue  # a declared file, created with O_EXCL: it may stay
+            reason = (
+                "the call left behind a file it created exclusively outside its"
+                f" declared writes {list(findings.access.writes)}"
+            )
+            findings.breaches.append(Breach(op, reason, "", False))
 
     def _source(self, findings: _Findings, frame: FrameType | None) -> str:
         """The innermost frame in the tool's own code (else the innermost outside the stdlib)."""
