@@ -444,3 +444,37 @@ def test_a_few_nested_wrappers_still_read_as_before() -> None:
     verdict = RULES.match(("bash",), ShellCommand("sudo nice timeout 5 rm x"))
     assert verdict is not None
     assert verdict.behavior == "deny"
+
+
+def _worktree(tmp_path: Path) -> tuple[Path, str]:
+    """A linked worktree (its ``.git`` is a gitfile) of a repository outside it."""
+    (tmp_path / "main").mkdir()
+    main, head = _repo(tmp_path / "main")
+    root = (tmp_path / "wt").resolve()
+    _git(main, "worktree", "add", "-q", str(root))
+    return root, head
+
+
+@pytest.mark.anyio
+async def test_a_worktrees_gitfile_is_kept(
+    tmp_path: Path, sandbox_backend: Backend
+) -> None:
+    root, head = _worktree(tmp_path)
+    gitfile = _read(root / ".git")
+    tool = BashTool(root, sandbox="workspace-write", sandbox_backend=sandbox_backend)
+    command = (
+        f"git init -q evil && printf '{FSMONITOR}' > evil/.git/config"
+        " && printf 'gitdir: evil/.git\\n' > .git"
+    )
+    try:
+        text = str(await run(tool, {"command": command}, SessionState()))
+    except ToolError as exc:
+        text = str(exc)
+    assert _read(root / ".git") == gitfile, text
+    _git(root, "status")
+    assert not (root / "pwned").exists(), text
+    assert head in _git(root, "log", "--format=%H")
+
+
+def _read(path: Path) -> str:
+    return path.read_text()

@@ -61,11 +61,18 @@ def _git_dirs(root: Path) -> list[Path]:
 
 
 def _candidates(root: Path) -> list[Path]:
+    git = root / ".git"
+    if git.is_file() and not git.is_symlink():  # a worktree's gitfile: its target
+        return [git]
     return [d / name for d in _git_dirs(root) for name in _CONTROL]
 
 
 def protected_git_paths(root: Path) -> list[Path]:
-    """The program-selecting paths of the repository at `root` that exist now."""
+    """The program-selecting paths of the repository at `root` that exist now.
+
+    In a linked worktree ``.git`` is a file (``gitdir: …``) naming the git dir:
+    rewritten, it would point git at a config of the agent's choosing.
+    """
     return [p for p in _candidates(root) if os.path.lexists(p)]
 
 
@@ -194,7 +201,7 @@ class GitGuard:
         git = self.root / ".git"
         gone = git.is_symlink() or not git.is_dir()  # deleted: make no skeleton
         for path, entry in sorted(self._before.items()):
-            if after.get(path) != entry and not gone:
+            if after.get(path) != entry and not (gone and path != git):
                 _real_parents(path, self.root)
                 if os.path.lexists(path) and (entry.kind != "dir" or path.is_symlink()):
                     _remove(path)
