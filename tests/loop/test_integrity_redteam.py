@@ -550,3 +550,56 @@ async def test_six_agents_of_one_call_each_share_the_host_cap() -> None:
         await dispatcher.aclose()
     assert peak[0] == 2
     assert outputs == {n: [f"done {n}"] for n in range(6)}
+
+
+@pytest.mark.parametrize("fatal", [KeyboardInterrupt, SystemExit])
+async def test_a_fatal_exception_while_the_response_still_streams(
+    tmp_path: Path, fatal: type[BaseException]
+) -> None:
+    """A SAFE call started early (streaming overlap) raises while the model is still
+    sending: the caller gets the exception as itself, and the store answers every
+    call of the response, the ones that arrived later as not run."""
+    from toolweave.models import ScriptStep
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def boom() -> str:
+        """Raise at once."""
+        raise fatal()
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def fine() -> str:
+        """Never reached."""
+        return "fine"
+
+    response = tw.ModelResponse(
+        [
+            tw.ToolCall("call_0", "boom", {}),
+            tw.Text("x" * 40),
+            tw.ToolCall("call_0", "fine", {}),
+        ],
+        tw.StopReason.TOOL_USE,
+    )
+    model = ScriptedModel(
+        [ScriptStep(response, chunk_delay=0.001, text_chunk_chars=1), say("never")]
+    )
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    sid = store.create_session(workspace="/w", model="scripted", title="t").id
+    recorder = SessionRecorder(store, sid, model="scripted")
+
+    async def drive() -> None:
+        agent = tw.Agent(model, [boom, fine])
+        try:
+            async for event in agent.run_stream("go"):
+                recorder.record(event)
+        finally:
+            await agent.aclose()
+
+    with anyio.fail_after(30), pytest.raises(fatal) as info:
+        await drive()
+    assert type(info.value) is fatal
+    stored = store.messages(sid)
+    assert transcript_problems(stored) == []
+    first, second = stored[-1].tool_results
+    assert first.is_error and fatal.__name__ in first.text
+    assert second.is_error and "Not run" in second.text
+    store.close()
