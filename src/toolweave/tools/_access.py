@@ -25,6 +25,8 @@ class Interrupt(enum.Enum):
 
     CANCEL: stop now; the call gets a synthetic "interrupted" result.
     BLOCK: run to the end; its real result is recorded.
+
+    User interrupts only: a timeout cuts either kind off at its deadline.
     """
 
     CANCEL = "cancel"
