@@ -165,7 +165,7 @@ RULES = PermissionRules(
             "echo", "ls", "cat", "true", "test", "[", "printf", "read", "let",
             "declare", "local", "export", "typeset", "readonly", "unset", "mapfile",
             "readarray", "wait", "getopts", "x", "y", "alias", "jobs", "compgen",
-            "complete", "bind", "shopt", "history",
+            "complete", "bind", "shopt", "history", "source", ".", "sh",
             "fc", "hash", "enable", "r", "flock", "script", "su", "env", "watch",
             "busybox", "toybox", "bash", "nsenter", "ltrace", "valgrind",
         )
@@ -218,6 +218,14 @@ HIDDEN_RM = [
     "hash -p /bin/rm ls; ls x",
     "enable -f ./evil.so ls; ls",
     "jobs -x rm x",
+    # code fed through a pipe or stdin to a shell or to source
+    "source <(echo rm x)",
+    ". <(echo rm x)",
+    "source /dev/stdin <<< 'rm x'",
+    "bash /dev/stdin <<< 'rm x'",
+    "bash <(echo rm x)",
+    "sh /proc/self/fd/0 <<< 'rm x'",
+    "source",
     "mapfile -C 'rm x #' -c 1 a < f",
     "readarray -t -C 'rm x #' a < f",
     "mapfile -tC 'rm x #' a < f",
@@ -306,6 +314,8 @@ PROOFS = [
     "shopt -s expand_aliases\nalias r='touch hit'\nr",
     "bash -c -- 'touch hit'",
     "jobs -x touch hit",
+    "source <(echo touch hit)",
+    "bash /dev/stdin <<< 'touch hit'",
     "printf 'a\\nb\\n' | mapfile -C 'touch hit #' -c 1 a",
     "compgen -C 'touch hit' y",
 ]

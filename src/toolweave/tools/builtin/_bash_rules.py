@@ -212,6 +212,8 @@ class _Collector:
             self._eval(words, depth, exact=exact)
         if name in _SHELLS:
             return self._shell(words, depth, exact=exact)
+        if name in ("source", ".") and _streamed(words[1] if len(words) > 1 else None):
+            raise _TooComplex  # ``source <(echo rm x)``: code from a pipe
         if name == "eval":
             self._eval(words, depth, exact=exact)
         elif name == "trap":
@@ -243,6 +245,8 @@ class _Collector:
                 self.script(str(words[i + 1]), depth + 1, exact=exact)
                 found = True
         operand = _script_file(words)
+        if not found and _streamed(operand):
+            raise _TooComplex  # ``bash /dev/stdin <<< 'rm x'``, ``bash <(echo rm x)``
         if (
             found and operand is not None
         ):  # ``bash -c -- 'rm x'``, ``bash -c -e 'rm x'``
@@ -371,6 +375,13 @@ def _declaration_evaluates(args: Words, raws: tuple[str, ...] | None) -> bool:
 
 
 _SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def _streamed(path: str | None) -> bool:
+    """A script path that is a pipe or stdin: code the command line carries unseen."""
+    if path is None:
+        return True
+    return path == "-" or path.startswith(("/dev/fd/", "/dev/std", "/proc/"))
 
 
 def _script_file(words: Words) -> str | None:
