@@ -37,7 +37,7 @@ from lifecycle_helpers import Events, call, make_state, run_concurrently
 from toolweave.events import DeclarationViolation
 from toolweave.execution import ExecutionConfig, ToolRunner
 from toolweave.execution._audit_ops import classify_event
-from toolweave.execution._audit_rules import covers, exclusive_is_private
+from toolweave.execution._audit_rules import covers, exclusive_is_private, temp_dir
 from toolweave.testing import check_declarations_async
 from toolweave.tools import Access, Concurrency, ToolRegistry, tool
 
@@ -679,18 +679,24 @@ async def test_paths_are_judged_by_what_they_change(
 
 
 @pytest.mark.parametrize("where", ["temp dir", "beside the declared file"])
+@pytest.mark.parametrize("make", ["mkstemp", "mkdtemp"])
 async def test_a_scratch_file_made_exclusively_where_scratch_files_go_is_private(
-    where: str, world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    where: str, make: str, world: World, tmp_path: Path
 ) -> None:
-    """mkstemp() in the temp dir, or beside a declared file (an atomic write), passes."""
-    scratch = world.base / "outside"
+    """mkstemp()/mkdtemp() in the temp dir, or beside a declared file, pass."""
     if where == "temp dir":
-        monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+        scratch = Path(temp_dir())
         access = Access(reads=(f"fs:{world.base}",))
     else:
+        scratch = world.base / "outside"
         access = Access(writes=(f"fs:{scratch}/target",))
 
     def scratch_work() -> None:
+        if make == "mkdtemp":
+            made = tempfile.mkdtemp(dir=scratch)
+            Path(made, "inner").write_text("x")
+            shutil.rmtree(made)
+            return
         fd, name = tempfile.mkstemp(dir=scratch)
         os.write(fd, b"x")
         os.close(fd)
@@ -703,15 +709,25 @@ async def test_a_scratch_file_made_exclusively_where_scratch_files_go_is_private
     assert events.of(DeclarationViolation) == []
 
 
-async def test_an_exclusive_create_one_level_deeper_is_no_scratch_file(
-    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("how", ["one level deeper", "tempfile.tempdir moved"])
+async def test_an_exclusive_create_elsewhere_is_no_scratch_file(
+    how: str, world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(world.base))
+    """Only the temp dir of when the audit started counts: a tool cannot move it."""
+    monkeypatch.setattr(tempfile, "tempdir", tempfile.gettempdir())  # restored after
+
+    def create() -> None:
+        if how == "one level deeper":
+            open(world.base / "dir/new", "x").close()
+        else:
+            tempfile.tempdir = str(world.base / "dir")
+            tempfile.mkstemp(prefix="new")
+
     events = Events()
-    writer = _writer(_reads(world), lambda: open(world.base / "dir/new", "x").close())
+    writer = _writer(_reads(world), create)
     result = await _runner(tmp_path, [writer], "enforce", events)(call("w", "writer"))
     assert result.is_error
-    assert not (world.base / "dir/new").exists()
+    assert os.listdir(world.base / "dir") == ["f"]
 
 
 # --- limits: what the audit cannot see, pinned so a change is noticed ----------------
@@ -917,13 +933,25 @@ async def test_a_scratch_file_left_behind_beside_a_declared_file_is_a_violation(
 
 
 async def test_a_scratch_file_left_in_the_temp_dir_is_no_violation(
-    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    world: World, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(world.base / "outside"))
+    made: list[str] = []
     events = Events()
-    writer = _writer(_reads(world), lambda: _close(tempfile.mkstemp()[0]))
-    result = await _runner(tmp_path, [writer], "enforce", events)(call("w", "writer"))
-    assert result.text == "done"
+
+    def leave() -> None:
+        fd, name = tempfile.mkstemp(prefix="toolweave-test-")
+        os.close(fd)
+        made.append(name)
+
+    writer = _writer(_reads(world), leave)
+    try:
+        result = await _runner(tmp_path, [writer], "enforce", events)(
+            call("w", "writer")
+        )
+    finally:
+        for name in made:
+            os.remove(name)
+    assert result.text == "done" and made
     assert events.of(DeclarationViolation) == []
 
 

@@ -15,7 +15,6 @@ import contextvars
 import errno
 import os
 import sys
-import tempfile
 import threading
 import weakref
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from ._audit_rules import (
     exclusive_is_private,
     in_temp_dir,
     rule_broken,
+    temp_dir,
 )
 
 __all__ = ["AuditScope", "Breach", "code_files", "current_scope", "ensure_installed"]
@@ -246,7 +246,7 @@ def ensure_installed() -> None:
     global _installed
     with _install_lock:
         if not _installed:
-            tempfile.gettempdir()  # cached now: the hook must not probe for it
+            temp_dir()  # taken now: the hook must not probe for it, nor a tool move it
             sys.addaudithook(_hook)
             _installed = True
 

@@ -39,7 +39,7 @@ class Operation:
     target: str
     """The absolute path, the command, or the address."""
     exclusive: bool = False
-    """A file created with O_EXCL: it did not exist before (private to the call)."""
+    """A file created with O_EXCL, or a new directory: nothing was there before."""
 
 
 Classifier: TypeAlias = Callable[[tuple[object, ...]], tuple[Operation, ...]]
@@ -117,7 +117,8 @@ def _mkdir(args: tuple[object, ...]) -> tuple[Operation, ...]:
     target = _fspath(args[0], dir_fd)
     if os.path.lexists(target):
         return ()
-    return (Operation("write", "os.mkdir", target),)
+    # it only succeeds if nothing was there: as new as an O_EXCL file (mkdtemp)
+    return (Operation("write", "os.mkdir", target, exclusive=True),)
 
 
 def _pair(action: str) -> Classifier:

@@ -40,13 +40,20 @@ collector runs them at any allocation, in whatever context is current.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 
 from ..tools import Access, Concurrency
 from ._audit_ops import Operation, path_key
 
-__all__ = ["effective_access", "exclusive_is_private", "in_temp_dir", "rule_broken"]
+__all__ = [
+    "effective_access",
+    "exclusive_is_private",
+    "in_temp_dir",
+    "rule_broken",
+    "temp_dir",
+]
 
 _SEPARATORS = ("/", ":")
 _PYCACHE = "/__pycache__"
@@ -83,9 +90,19 @@ def covers(outer: str, inner: str) -> bool:
     )
 
 
+@functools.cache
+def temp_dir() -> str:
+    """The temporary directory when the audit started (resolved).
+
+    Taken once (the hook's installation asks first): a tool that later points
+    `tempfile.tempdir` or ``TMPDIR`` at the workspace does not move it.
+    """
+    return os.path.realpath(tempfile.gettempdir())
+
+
 def in_temp_dir(path: str) -> bool:
     """True for a path directly in the temporary directory (where mkstemp() puts files)."""
-    return os.path.dirname(path) == os.path.realpath(tempfile.gettempdir())
+    return os.path.dirname(path) == temp_dir()
 
 
 def exclusive_is_private(path: str, access: Access) -> bool:
