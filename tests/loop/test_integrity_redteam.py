@@ -603,3 +603,45 @@ async def test_a_fatal_exception_while_the_response_still_streams(
     assert first.is_error and fatal.__name__ in first.text
     assert second.is_error and "Not run" in second.text
     store.close()
+
+
+async def test_a_model_that_sends_lone_surrogates(tmp_path: Path) -> None:
+    """A model's text, tool input and unparseable arguments holding lone surrogates
+    (``\\ud800`` escapes in its JSON) are kept as U+FFFD: the store takes them and
+    every provider can be sent the history."""
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    response = tw.ModelResponse(
+        [
+            tw.Text("look: " + LONE),
+            tw.ToolCall("a", "echo", {"text": LONE}),
+            tw.ToolCall("b", "echo", {}, raw_arguments='{"text": "' + LONE),
+        ],
+        tw.StopReason.TOOL_USE,
+    )
+    model = ScriptedModel([response, say("done")])
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    sid = store.create_session(workspace="/w", model="scripted", title="t").id
+    recorder = SessionRecorder(store, sid, model="scripted")
+    done = None
+    agent = tw.Agent(model, [echo])
+    try:
+        async for event in agent.run_stream("go"):
+            recorder.record(event)
+            if isinstance(event, RunFinished):
+                done = event
+    finally:
+        await agent.aclose()
+    assert done is not None and done.reason is tw.CompletionReason.COMPLETED
+    assert store.messages(sid) == list(done.messages)
+    first, second = done.messages[-2].tool_results
+    assert first.text == "name\ufffd.txt"
+    assert second.is_error
+    for body in _wire_texts(list(model.requests[-1].messages)):
+        body.encode("utf-8")
+    assert "look: name\ufffd.txt" in str(done.messages[1].content)
+    store.close()

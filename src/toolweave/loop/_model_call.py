@@ -32,7 +32,8 @@ from ..events import (
     TextDelta,
 )
 from ..events import Warning as WarningEvent
-from ..messages import ModelResponse
+from ..execution._output import utf8_text, utf8_value
+from ..messages import ModelResponse, ToolCall
 from ..models import (
     ChunkAggregator,
     Model,
@@ -154,14 +155,14 @@ class ModelCaller:
         prefix, attempt, position = f"{iteration}.", 1, 0
         async for chunk in chunks:
             if isinstance(chunk, ToolUseReady):
-                call = dataclasses.replace(
-                    chunk.call, id=_call_id(chunk.call.id), key=f"{prefix}{position}"
-                )
+                call = _arrived(chunk.call, f"{prefix}{position}")
                 position += 1
                 aggregator.add(ToolUseReady(call, block=chunk.block))
                 if eager is not None:
                     eager.offer(call)
                 continue
+            if isinstance(chunk, TextChunk):
+                chunk = dataclasses.replace(chunk, text=utf8_text(chunk.text))
             aggregator.add(chunk)  # resets itself on StreamRestart
             if isinstance(chunk, StreamRestart):
                 attempt += 1
@@ -208,6 +209,23 @@ class ModelCaller:
         if self._tracer.captures_payloads:
             span.set("gen_ai.output.messages", repr(list(response.content)))
         span.end()
+
+
+def _arrived(call: ToolCall, key: str) -> ToolCall:
+    r"""The call as the run keeps it: its key set, its id text, its strings UTF-8.
+
+    A model can send a lone surrogate (a ``\ud800`` escape in its JSON); kept,
+    it would fail the session store and every later request (sent as UTF-8).
+    """
+    raw = call.raw_arguments
+    return dataclasses.replace(
+        call,
+        id=utf8_text(_call_id(call.id)),
+        name=utf8_text(call.name),
+        input=utf8_value(call.input),
+        raw_arguments=None if raw is None else utf8_text(raw),
+        key=key,
+    )
 
 
 def _call_id(raw: object) -> str:
