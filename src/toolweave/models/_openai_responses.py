@@ -28,8 +28,11 @@ class OpenAIResponsesModel(ProviderModel):
 
     Stateless: every request carries the whole conversation (``store=False``).
     Reasoning items come back as `Thinking` blocks with their id and encrypted
-    content, and are passed back unchanged on the next request. The SDK's own
-    retries are off: wrap the model in a `RetryingModel`.
+    content, and are passed back unchanged on the next request, unless they
+    cannot be: without `store`, one that has no encrypted content is left out
+    (its id names nothing OpenAI kept), and so is one whose following item was
+    a hosted tool's (web search …), which the transcript does not hold. The
+    SDK's own retries are off: wrap the model in a `RetryingModel`.
 
     Args:
         name: The model id, such as ``"gpt-5"`` or ``"o4-mini"``.

@@ -32,7 +32,7 @@ def responses_params(
     """
     params: dict[str, Any] = {
         "model": model,
-        "input": responses_input(request.messages),
+        "input": responses_input(request.messages, store=store),
         "max_output_tokens": request.max_tokens,
         "store": store,
     }
@@ -71,32 +71,39 @@ def _tool_choice(choice: str) -> str | dict[str, Any]:
     return {"type": "function", "name": choice}
 
 
-def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def responses_input(
+    messages: Sequence[Message], *, store: bool = False
+) -> list[dict[str, Any]]:
     """The conversation as Responses input items.
 
     Tool results become ``function_call_output`` items keyed by ``call_id``;
     reasoning items go back with their id and encrypted content (reasoning
-    from another provider has neither and is dropped).
+    from another provider has neither and is dropped). Without `store`, a
+    reasoning item without encrypted content is dropped too: OpenAI would look
+    its id up in a store that never kept it and reject the request ("Item with
+    id 'rs_…' not found. Items are not persisted when `store` is set to false").
     """
     items: list[dict[str, Any]] = []
     for message in unique_call_ids(messages):
         if isinstance(message.content, str):
             items.append({"role": message.role, "content": message.content})
         elif message.role == "assistant":
-            items.extend(_assistant(message))
+            items.extend(_assistant(message, store=store))
         else:
             items.extend(_user(message))
     return items
 
 
-def _assistant(message: Message) -> list[dict[str, Any]]:
+def _assistant(message: Message, *, store: bool) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for block in message.blocks:
         if isinstance(block, Text):
             if block.text:
                 items.append({"role": "assistant", "content": block.text})
         elif isinstance(block, Thinking):
-            if block.provider_id is not None:
+            if block.provider_id is not None and (
+                store or block.encrypted_content is not None
+            ):
                 items.append(_reasoning(block))
         elif isinstance(block, ToolCall):
             items.append(

@@ -92,7 +92,11 @@ async def replay(
 
 
 async def send_back(
-    case: Case, server: LoopbackServer, response: ModelResponse, *tools: str
+    case: Case,
+    server: LoopbackServer,
+    response: ModelResponse,
+    *tools: str,
+    **options: Any,
 ) -> Any:
     """The response, answered by a result per call, sent again: the wire body."""
     results = tuple(
@@ -106,7 +110,7 @@ async def send_back(
     text = (SDK_FIXTURES / case.fixtures / "text.sse").read_text()
     server.script(SseReply(text))
     request = ModelRequest(messages, tools=_ask(*tools).tools)
-    async with case.open(server) as model:
+    async with case.open(server, **options) as model:
         await model.complete(request)
     return server.requests[-1].body
 
@@ -418,7 +422,9 @@ def _done_items(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]
     ]
 
 
-def valid_responses(body: dict[str, Any], response: ModelResponse) -> None:
+def valid_responses(
+    body: dict[str, Any], response: ModelResponse, *, store: bool = False
+) -> None:
     items = body["input"]
     call_ids = [i["call_id"] for i in items if i.get("type") == "function_call"]
     assert len(call_ids) == len(set(call_ids)), call_ids
@@ -434,13 +440,17 @@ def valid_responses(body: dict[str, Any], response: ModelResponse) -> None:
         for i in items
         if i.get("type") == "reasoning"
     ]
-    # Reasoning goes back verbatim when the item it produced goes back too.
+    # Reasoning goes back verbatim when the item it produced goes back too, and,
+    # stateless, only with its encrypted content (an id alone names nothing).
     blocks = list(response.content)
     assert sent == [
         (b.provider_id, b.encrypted_content)
         for b, after in zip(blocks, [*blocks[1:], None], strict=True)
-        if isinstance(b, Thinking) and isinstance(after, Text | ToolCall)
+        if isinstance(b, Thinking)
+        and isinstance(after, Text | ToolCall)
+        and (store or b.encrypted_content is not None)
     ]
+    assert body["store"] is store
     for index, item in enumerate(items):
         if item.get("type") == "reasoning":
             assert items[index + 1].get("type") in ("function_call", None), item
@@ -524,8 +534,10 @@ async def test_responses_web_search_reasoning_and_annotations(
     assert len(reasoning) > 1
     thinking = [b for b in response.content if isinstance(b, Thinking)]
     assert [b.provider_id for b in thinking] == [r["id"] for r in reasoning]
-    body = await send_back(OPENAI_RESPONSES, server, response)
-    valid_responses(body, response)
+    assert not any(r.get("encrypted_content") for r in reasoning)
+    valid_responses(await send_back(OPENAI_RESPONSES, server, response), response)
+    body = await send_back(OPENAI_RESPONSES, server, response, store=True)
+    valid_responses(body, response, store=True)
     # Only the last reasoning item led to the message; the others led to searches.
     sent = [i["id"] for i in body["input"] if i.get("type") == "reasoning"]
     assert sent == [reasoning[-1]["id"]]
@@ -634,8 +646,9 @@ async def test_responses_whole_web_search(server: LoopbackServer) -> None:
     assert response.text == "".join(c["text"] for c in message["content"])
     assert response.tool_calls == ()
     assert response.stop_reason is StopReason.END_TURN
-    body = await send_back(OPENAI_RESPONSES, server, response)
-    valid_responses(body, response)
+    valid_responses(await send_back(OPENAI_RESPONSES, server, response), response)
+    body = await send_back(OPENAI_RESPONSES, server, response, store=True)
+    valid_responses(body, response, store=True)
     sent = [i["id"] for i in body["input"] if i.get("type") == "reasoning"]
     assert sent == [output[-2]["id"]] and output[-2]["type"] == "reasoning"
 
@@ -853,3 +866,20 @@ async def test_chat_parallel_calls_with_renumbered_indices(
         OPENAI_CHAT, server, response, "GetWeatherArgs", "get_stock_price"
     )
     valid_chat(body, response)
+
+
+@pytest.mark.parametrize(
+    ("store", "sent"),
+    [(False, ["rs_2"]), (True, ["rs_1", "rs_2"])],
+)
+def test_stateless_reasoning_goes_back_only_with_encrypted_content(
+    store: bool, sent: list[str]
+) -> None:
+    """Stateless, an id alone names an item OpenAI never kept: the request would 404."""
+    bare = Thinking("summary", provider_id="rs_1")  # asked without include=encrypted
+    blocks = (bare, Text("a"), _rs(2), Text("b"))
+    items = responses_input(
+        [Message("user", "go"), Message("assistant", blocks)], store=store
+    )
+    assert [i["id"] for i in items if i.get("type") == "reasoning"] == sent
+    assert [i["content"] for i in items if i.get("role") == "assistant"] == ["a", "b"]
