@@ -864,6 +864,9 @@ def test_event_arguments_the_hook_can_meet(
     # a file key covers only below a "/", other namespaces keep ":" as a boundary
     assert covers("fs:/a/b", "fs:/a/b/c") and not covers("fs:/a/b", "fs:/a/b:c")
     assert covers("db:users", "db:users:1")
+    # a declared directory with a trailing "/" covers the directory itself (its rmdir)
+    assert covers("fs:/a/b/", "fs:/a/b") and covers("file:/a/b//", "fs:/a/b/c")
+    assert covers("fs:/", "fs:/etc") and not covers("fs:/a/b/", "fs:/a/bc")
 
 
 @pytest.mark.parametrize("audit", ["warn", "enforce"])

@@ -72,7 +72,11 @@ def effective_access(concurrency: Concurrency, declared: Access | None) -> Acces
 
 
 def _normal(key: str) -> str:
-    return "fs:" + key[5:] if key.startswith("file:") else key
+    """``file:`` spelled ``fs:``; a directory's trailing ``/`` dropped (``fs:/d/`` is ``fs:/d``)."""
+    key = "fs:" + key[5:] if key.startswith("file:") else key
+    if key.startswith("fs:/") and len(key) > 4:
+        key = key.rstrip("/")  # the scheduler already treats both as one
+    return key
 
 
 def covers(outer: str, inner: str) -> bool:
