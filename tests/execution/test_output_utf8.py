@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolweave.execution._output import utf8_safe, utf8_value
+from toolweave.execution._output import utf8_safe
 from toolweave.messages import Image, Text, ToolResult
 
 LONE = b"a\xffb".decode("utf-8", "surrogateescape")
@@ -41,25 +41,3 @@ def test_utf8_safe(name: str) -> None:
     assert fixed.is_error and fixed.call_id == "c"
     text = fixed.text if isinstance(fixed.content, str) else str(fixed.content)
     text.encode("utf-8")
-
-
-VALUES: dict[str, tuple[object, object, bool]] = {
-    # name: (value, expected, same object back)
-    "clean mapping": ({"a": ["b", 1, ("c",)], "n": None}, None, True),
-    "dirty key": ({LONE: 1}, {"a\ufffdb": 1}, False),
-    "dirty nested list": ({"a": ["ok", LONE]}, {"a": ["ok", "a\ufffdb"]}, False),
-    "dirty tuple": ((1, LONE), (1, "a\ufffdb"), False),
-    "clean tuple": ((1, "x"), None, True),
-    "plain string": (LONE, "a\ufffdb", False),
-    "number": (7, None, True),
-}
-
-
-@pytest.mark.parametrize("name", list(VALUES))
-def test_utf8_value(name: str) -> None:
-    value, expected, same = VALUES[name]
-    fixed = utf8_value(value)
-    assert (fixed is value) is same
-    if not same:
-        assert fixed == expected
-        assert type(fixed) is type(expected)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias, TypeVar, cast
+from typing import TypeAlias
 
 import pydantic_core
 
@@ -22,10 +22,7 @@ __all__ = [
     "to_content",
     "utf8_safe",
     "utf8_text",
-    "utf8_value",
 ]
-
-_T = TypeVar("_T")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -135,31 +132,6 @@ def utf8_text(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATE.sub("\ufffd", text)
     return text
-
-
-def utf8_value(value: _T) -> _T:
-    """`value` (JSON-like: mappings, lists, strings) with every string `utf8_text`.
-
-    Returns `value` itself when nothing changed (the common case copies nothing);
-    a changed mapping comes back as a dict, a changed list or tuple as its type.
-    """
-    return cast("_T", _utf8_value(value))
-
-
-def _utf8_value(value: object) -> object:
-    if isinstance(value, str):
-        return utf8_text(value)
-    if isinstance(value, Mapping):
-        pairs = [(k, v, _utf8_value(k), _utf8_value(v)) for k, v in value.items()]
-        if all(k is k2 and v is v2 for k, v, k2, v2 in pairs):
-            return value
-        return {k2: v2 for _, _, k2, v2 in pairs}
-    if isinstance(value, list | tuple):
-        out = [_utf8_value(v) for v in value]
-        if all(a is b for a, b in zip(out, value, strict=True)):
-            return value
-        return out if isinstance(value, list) else tuple(out)
-    return value
 
 
 def utf8_safe(result: ToolResult) -> ToolResult:

@@ -32,7 +32,7 @@ from ..events import (
     TextDelta,
 )
 from ..events import Warning as WarningEvent
-from ..execution._output import utf8_text, utf8_value
+from ..execution._output import utf8_text
 from ..messages import ModelResponse, ToolCall
 from ..models import (
     ChunkAggregator,
@@ -212,17 +212,18 @@ class ModelCaller:
 
 
 def _arrived(call: ToolCall, key: str) -> ToolCall:
-    r"""The call as the run keeps it: its key set, its id text, its strings UTF-8.
+    r"""The call as the run keeps it: keyed, its id, name and raw arguments UTF-8.
 
     A model can send a lone surrogate (a ``\ud800`` escape in its JSON); kept,
     it would fail the session store and every later request (sent as UTF-8).
+    The parsed input is left as sent: its schema refuses such text (the call
+    fails closed rather than running with changed arguments).
     """
     raw = call.raw_arguments
     return dataclasses.replace(
         call,
         id=utf8_text(_call_id(call.id)),
         name=utf8_text(call.name),
-        input=utf8_value(call.input),
         raw_arguments=None if raw is None else utf8_text(raw),
         key=key,
     )
