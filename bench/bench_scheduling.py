@@ -1,7 +1,8 @@
 """Scheduling benchmark (issue: the scheduling core). One command, ratios side by side.
 
-(a) orchestration overhead per call, 1 / 8 / 500 trivial calls, async and sync tools,
-    beside a bare asyncio.gather floor running the same runner;
+(a) orchestration overhead per call, 1 / 8 / 500 trivial calls, async and sync tools
+    (and async with an interrupt token, as the agent loop dispatches), beside a bare
+    asyncio.gather floor running the same runner;
 (b) 8 calls of 50 ms, async and sync: wall / ideal;
 (c) every policy's makespan on a seeded mix of 1,000 coding-agent batches against the
     dependency-graph lower bound (virtual time, trio MockClock).
@@ -24,7 +25,7 @@ import trio.testing
 
 import toolweave as tw
 from toolweave.cli._simulated import lower_bound, random_batch, run_batch
-from toolweave.scheduling import ConcurrencyConfig, Dispatcher
+from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 
 
 @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access())
@@ -73,12 +74,14 @@ async def _best(fn: Any, repeat: int) -> float:
     return min(times)
 
 
-async def overhead(name: str, n: int) -> tuple[float, float]:
+async def overhead(name: str, n: int, token: bool = False) -> tuple[float, float]:
     calls = _calls(name, n)
     dispatcher = Dispatcher(ConcurrencyConfig(max_concurrency=max(n, 10)))
 
     async def ours() -> None:
-        await dispatcher.dispatch(calls, REGISTRY, runner)
+        # token: the agent loop's path (an interrupt token makes cancels selective)
+        interrupt = InterruptToken() if token else None
+        await dispatcher.dispatch(calls, REGISTRY, runner, interrupt=interrupt)
 
     async def floor() -> None:
         await asyncio.gather(*(runner(c) for c in calls))  # noqa: TID251 - the floor
@@ -94,9 +97,10 @@ async def part_a() -> list[str]:
     lines = [
         "(a) orchestration per batch: toolweave vs bare asyncio.gather of the same runner"
     ]
-    for name in ("noop", "sync_noop"):
+    for name, token in (("noop", False), ("sync_noop", False), ("noop", True)):
         for n in (1, 8, 500):
-            ours, floor = await overhead(name, n)
+            ours, floor = await overhead(name, n, token)
+            label = name + ("+token" if token else "")
             extra = (ours - floor) / n * 1e6
             verdict = ""
             if n == 500:
@@ -104,7 +108,7 @@ async def part_a() -> list[str]:
                     "met" if ours / floor <= 2 else "NOT met"
                 )
             lines.append(
-                f"    {name:9s} n={n:3d}: {ours * 1e3:8.3f} ms vs {floor * 1e3:8.3f} ms"
+                f"    {label:10s} n={n:3d}: {ours * 1e3:8.3f} ms vs {floor * 1e3:8.3f} ms"
                 f"  ratio {ours / floor:5.2f}x  (+{extra:6.1f} us/call){verdict}"
             )
     return lines

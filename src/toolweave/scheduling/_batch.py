@@ -38,6 +38,7 @@ from ._calls import (
     CLOSED,
     DISCARDED,
     INTERRUPTED,
+    CallScope,
     CompletedListener,
     Runner,
     StartedListener,
@@ -115,7 +116,7 @@ class Batch:
         self.results: list[ToolResult | None] = []
         self._finished: list[bool] = []
         self._state: list[_State] = []
-        self._scopes: list[anyio.CancelScope | None] = []
+        self._scopes: list[CallScope | None] = []
         self._why: list[str | None] = []
         # readiness: unfinished dependencies, who waits for whom, readiness steps
         self._blockers: list[int] = []
@@ -301,11 +302,16 @@ class Batch:
         call = self.calls[index]
         result: ToolResult | None = None
         fatal: BaseException | None = None
+        tool = self.plans[index].tool
+        ceiling = self._config.ceiling_for(tool.timeout if tool else None)
         try:
-            if self._selective:
-                with anyio.CancelScope() as scope:
-                    self._scopes[index] = scope
+            if ceiling is not None or self._selective:
+                # One scope for both the selective cancel and the ceiling (CallScope).
+                with CallScope(ceiling) as scope:
+                    if self._selective:
+                        self._scopes[index] = scope
                     result = await self._invoke(index, call)
+                result = scope.answer(call, result)
             else:
                 result = await self._invoke(index, call)
         except BaseException as exc:
@@ -338,13 +344,8 @@ class Batch:
             return None
         self._state[index] = _State.RUNNING
         self._host.started_running()
-        tool = self.plans[index].tool
         try:
-            return await invoke(
-                self._runner,
-                call,
-                self._config.ceiling_for(tool.timeout if tool else None),
-            )
+            return await invoke(self._runner, call)
         finally:
             self._host.running -= 1
 

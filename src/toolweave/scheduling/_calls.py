@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from types import TracebackType
 
 import anyio
 
@@ -16,6 +17,7 @@ __all__ = [
     "CLOSED",
     "DISCARDED",
     "INTERRUPTED",
+    "CallScope",
     "CompletedListener",
     "Runner",
     "StartedListener",
@@ -80,6 +82,68 @@ async def invoke(
     with abandoning_threads(), anyio.move_on_after(ceiling):
         result = await _invoke(runner, call)
     return result if result is not None else timed_out(call, ceiling)
+
+
+class CallScope:
+    """One running call's only cancel scope: its owner's cancel and its ceiling, in one.
+
+    Why one scope: a call under both a cancel its owner may send (a selective
+    cancel, a user interrupt) and the per-call ceiling used to nest two anyio
+    scopes, each with its own bookkeeping, and that doubled the engine's cost per
+    call. Here the ceiling is the scope's deadline (armed only if there is one,
+    together with the `abandoning_threads` zone it needs), and `cancel` marks the
+    owner's cancel so `answer` can tell the two apart afterwards.
+
+    Contract: enter it around the call; call `cancel` (never the scope's own) to
+    stop it for the owner; after the block, `answer(call, result)` gives the
+    ceiling's timeout result if the deadline cut the call off first, else
+    `result` unchanged (None if the owner cancelled it). Whichever came first
+    wins, even if the other fires while the tool is still unwinding: a cancel
+    after the deadline fired leaves a timeout, a deadline passing after the
+    owner's cancel leaves the cancel.
+    """
+
+    __slots__ = ("_scope", "_zone", "ceiling", "cut")
+
+    def __init__(self, ceiling: float | None) -> None:
+        self.ceiling = ceiling
+        self.cut = False
+        """True once the owner cancelled the call (before any deadline fired)."""
+        self._scope = anyio.CancelScope()
+        self._zone = abandoning_threads() if ceiling is not None else None
+
+    def __enter__(self) -> CallScope:
+        if self._zone is not None:
+            assert self.ceiling is not None
+            self._zone.__enter__()
+            self._scope.deadline = anyio.current_time() + self.ceiling
+        self._scope.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            return self._scope.__exit__(exc_type, exc, tb)
+        finally:
+            if self._zone is not None:
+                self._zone.__exit__()
+
+    def cancel(self) -> None:
+        """Stop the call for its owner; a no-op once its deadline already cut it off."""
+        if not self._scope.cancel_called:
+            self.cut = True
+            self._scope.cancel()
+
+    def answer(self, call: ToolCall, result: ToolResult | None) -> ToolResult | None:
+        """`result`, or the ceiling's timeout result if the deadline stopped the call."""
+        if result is None and self._scope.cancelled_caught and not self.cut:
+            assert self.ceiling is not None  # only a deadline cancels uncut
+            return timed_out(call, self.ceiling)
+        return result
 
 
 async def _invoke(runner: Runner, call: ToolCall) -> ToolResult:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import anyio
-
 from ..messages import ToolCall, ToolResult
 from ..tools import Interrupt, Tool, ToolRegistry
 from ..tools._cancel import is_fatal
@@ -25,6 +23,7 @@ from ._batch import (
     fire_started,
     invoke,
 )
+from ._calls import CallScope
 from ._config import ConcurrencyConfig
 from ._interrupt import InterruptToken
 from ._modifiers import apply_modifiers
@@ -105,10 +104,13 @@ async def _run_one(
 ) -> ToolResult:
     if interrupt is None:
         return await invoke(runner, call, ceiling)
-    with anyio.CancelScope() as scope:
+    result: ToolResult | None = None
+    # One scope for both the interrupt and the ceiling (CallScope).
+    with CallScope(ceiling) as scope:
         unsubscribe = interrupt.subscribe(scope.cancel)
         try:
-            return await invoke(runner, call, ceiling)
+            result = await invoke(runner, call)
         finally:
             unsubscribe()
-    return stopped_while_running(call, INTERRUPTED)
+    result = scope.answer(call, result)
+    return result if result is not None else stopped_while_running(call, INTERRUPTED)
