@@ -16,7 +16,7 @@ never straddles the loop's cancel scopes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any, final
@@ -59,6 +59,8 @@ class EagerBatch:
         open_stream: Opens the Dispatcher's streaming batch (an async context manager).
         eligible: Whether a response's first call may start early (the gate's
             parallel-ok); if not, the prefix rule holds back every call anyway.
+        warm: Awaited with each call before it is offered: the tool's costly
+            declaration work (a shell parse) off the loop (`scheduling.warm`).
         spawn: Starts a helper task in the run's task group.
         schedule: The event loop's "soon" (`soon_scheduler`).
     """
@@ -68,11 +70,13 @@ class EagerBatch:
         *,
         open_stream: Callable[[], AbstractAsyncContextManager[ToolStream]],
         eligible: Callable[[ToolCall], bool],
+        warm: Callable[[ToolCall], Awaitable[None]],
         spawn: Spawn,
         schedule: Schedule,
     ) -> None:
         self._open_stream = open_stream
         self._eligible = eligible
+        self.warm = warm
         self._spawn = spawn
         self._schedule = schedule
         self._pending: list[ToolCall] = []

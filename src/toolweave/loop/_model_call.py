@@ -159,6 +159,7 @@ class ModelCaller:
                 position += 1
                 aggregator.add(ToolUseReady(call, block=chunk.block))
                 if eager is not None:
+                    await eager.warm(call)
                     eager.offer(call)
                 continue
             if isinstance(chunk, TextChunk):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, final
 
 from ..events import Event, ToolResultReady, ToolUseStarted
 from ..messages import ToolCall, ToolResult
-from ..scheduling import attach_results, classify, results_of
+from ..scheduling import attach_results, classify, results_of, warm
 from ._eager import EagerBatch, Spawn
 from ._tracing import NULL_SPAN, Span, Tracer
 
@@ -159,6 +159,7 @@ class ToolBatcher:
         return EagerBatch(
             open_stream=open_stream,
             eligible=lambda call: classify(call, registry).parallel_ok,
+            warm=lambda call: warm(call, registry),
             spawn=spawn,
             schedule=schedule,
         )

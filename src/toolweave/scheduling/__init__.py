@@ -10,6 +10,7 @@ from ._dispatcher import Dispatcher as Dispatcher
 from ._dispatcher import DispatcherStatistics as DispatcherStatistics
 from ._gate import CallPlan as CallPlan
 from ._gate import classify as classify
+from ._gate import warm as warm
 from ._interrupt import InterruptToken as InterruptToken
 from ._results import attach_results as attach_results
 from ._results import results_of as results_of
@@ -26,4 +27,5 @@ __all__ = [
     "attach_results",
     "classify",
     "results_of",
+    "warm",
 ]

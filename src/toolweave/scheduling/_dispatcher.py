@@ -25,6 +25,7 @@ from ._batch import (
     fire_started,
 )
 from ._config import ConcurrencyConfig
+from ._gate import warm
 from ._interrupt import InterruptToken
 from ._policies import new_planner
 from ._results import not_run, stopped_while_running
@@ -221,6 +222,8 @@ class Dispatcher:
         calls = list(calls)
         if not calls:
             return []
+        for call in calls:
+            await warm(call, registry)
         async with _as_token(interrupt) as token:
             if not self.config.enabled or self._closed:
                 return await run_sequential(

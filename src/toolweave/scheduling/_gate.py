@@ -15,13 +15,16 @@ so that call still fails closed.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from .._exceptions import ToolInputError
 from ..messages import ToolCall
 from ..tools import Access, Concurrency, Interrupt, Tool, ToolRegistry
 
-__all__ = ["CallPlan", "classify"]
+__all__ = ["CallPlan", "classify", "warm"]
+
+logger = logging.getLogger("toolweave.scheduling")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,26 @@ def _exclusive(
 
 def _runs_nothing(tool: Tool | None, reason: str) -> CallPlan:
     return CallPlan(tool, None, True, Access(), reason, runs_nothing=True)
+
+
+async def warm(call: ToolCall, registry: ToolRegistry) -> None:
+    """Let the call's tool do its costly declaration work off the loop, first.
+
+    Awaited before `classify`, which is synchronous (it runs as each call is
+    submitted): a tool whose `concurrency_for` parses its input (bash) parses
+    it here on a worker thread, and the gate then finds the verdict cached.
+    Never raises: a failing warm-up leaves the work to the gate, which is
+    bounded and fails closed anyway.
+    """
+    tool = registry.get(call.name)
+    if tool is None or call.raw_arguments is not None:
+        return
+    try:
+        await tool.warm_declarations(call.input)
+    except Exception:
+        logger.warning(
+            "warming the declarations of %r raised", call.name, exc_info=True
+        )
 
 
 def classify(call: ToolCall, registry: ToolRegistry) -> CallPlan:

@@ -247,6 +247,16 @@ class Tool:
 
     # -- lifecycle hooks a tool may override ---------------------------------
 
+    async def warm_declarations(self, raw_input: Mapping[str, Any]) -> None:
+        """Do off the event loop what `concurrency_for`/`access_for` will need.
+
+        Awaited with the call's raw input before the gate classifies it, so a
+        declaration that costs real work (parsing a shell command) is computed
+        on a worker thread and only looked up, cached, on the loop. Contract:
+        bounded in time, never raises (the scheduler ignores a failure, and the
+        gate then does the work itself, still fail-closed). Default: nothing.
+        """
+
     @property
     def needs_prepare(self) -> bool:
         """True if `prepare` must be awaited before the call takes a slot."""

@@ -63,6 +63,10 @@ class WrappedTool(Tool):
         """The inner tool's bound."""
         return self.inner.bound_access()
 
+    async def warm_declarations(self, raw_input: Mapping[str, Any]) -> None:
+        """The inner tool's warm-up of its declarations."""
+        await self.inner.warm_declarations(raw_input)
+
     @property
     def needs_prepare(self) -> bool:
         """The inner tool's readiness."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -22,8 +22,9 @@ from ._bash_classifier import (
     read_only_form,
 )
 from ._bash_git import GIT_READ_UNSET, git_read_env
+from ._bash_parse import parse_script
 from ._bash_process import ShellOutcome, run_shell
-from ._bash_rules import ShellCommand
+from ._bash_rules import ShellCommand, command_parts
 from ._readstate import changed_read_files, read_fingerprints
 from ._sandbox import Backend, Sandbox, conservative_read_only
 from ._sandbox_notes import refusal_note, restored_note, unconfined_notice
@@ -170,6 +171,18 @@ class BashTool(Tool):
             dict.fromkeys((*self.read_only_commands, *added))
         )
 
+    async def warm_declarations(self, raw_input: Mapping[str, Any]) -> None:
+        """Parse the command on a worker thread before the gate needs it.
+
+        The gate's `concurrency_for` and the permission rules then find both
+        parses cached (`parse_script`, `command_parts`), so the event loop never
+        parses. Both are bounded (size cap, parse and walk deadlines), so the
+        worker always comes back and no thread is ever left stuck.
+        """
+        command = raw_input.get("command")
+        if isinstance(command, str):
+            await anyio.to_thread.run_sync(_parse_both, command)
+
     def _concurrency(self, args: dict[str, Any]) -> Concurrency:
         """The classifier's verdict, narrowed when no sandbox could enforce it."""
         if args.get("writes"):
@@ -267,6 +280,12 @@ class BashTool(Tool):
             restored_note(confined.restored),
         ]
         return outcome, [note for note in notes if note]
+
+
+def _parse_both(command: str) -> None:
+    """Fill the classifier's and the rules' parse caches for `command`."""
+    parse_script(command)
+    command_parts(command)
 
 
 def _rules_for(command: ShellCommand) -> tuple[str, ...]:

@@ -12,10 +12,11 @@ Parser choice, by measurement (the numbers are in ``docs/bash-safety.md``):
   callback and passes a progress callback that aborts after `PARSE_DEADLINE`
   seconds. It is linear on nearly everything; the worst case found (thousands
   of stacked heredocs, quadratic) is exactly what the deadline cuts off. So a
-  parse on the event loop's thread is bounded by `PARSE_DEADLINE` plus a walk
-  over at most `MAX_COMMAND_BYTES` of input — the gate's synchronous
-  ``concurrency=`` callable can call it without freezing the process, and no
-  thread or process is ever left behind.
+  parse is bounded by `PARSE_DEADLINE` plus a walk over at most
+  `MAX_COMMAND_BYTES` of input. The bash tool's `warm_declarations` runs it on a
+  worker thread before the gate asks (the gate then hits the cache); the bound
+  means that worker always comes back, and that the gate's own fallback parse
+  on the loop cannot freeze the process. No thread is ever left behind.
 - tree-sitter is error tolerant, which could fail open. It doesn't here: a tree
   with any ERROR or MISSING node is `Unparsed`, every node type not listed in
   this module is a hazard, word values are computed from the source text by a
