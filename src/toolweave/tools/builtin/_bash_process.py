@@ -9,12 +9,19 @@ import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
 
-__all__ = ["OutputCapture", "ProcessLike", "ShellOutcome", "Spawner", "run_shell"]
+__all__ = [
+    "SPAWN_STDIO",
+    "OutputCapture",
+    "ProcessLike",
+    "ShellOutcome",
+    "Spawner",
+    "run_shell",
+]
 
 DRAIN_GRACE = 2.0
 """Seconds to keep reading after the group was killed (a child that left the
@@ -101,19 +108,20 @@ Spawner = Callable[[Sequence[str], Path, Mapping[str, str]], Awaitable[ProcessLi
 """Starts ``argv`` in ``cwd`` with ``env``, in a new session, stdin /dev/null,
 stderr into stdout (a sandbox supplies its own)."""
 
+SPAWN_STDIO: Mapping[str, Any] = {
+    "stdin": subprocess.DEVNULL,
+    "stdout": subprocess.PIPE,
+    "stderr": subprocess.STDOUT,
+    "start_new_session": True,
+}
+"""What every `Spawner` passes to the process it starts, sandboxed or not:
+`run_shell` reads one merged stream and kills the command's whole session."""
+
 
 async def _plain_spawn(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str]
 ) -> ProcessLike:
-    return await anyio.open_process(
-        list(argv),
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    return await anyio.open_process(list(argv), cwd=cwd, env=dict(env), **SPAWN_STDIO)
 
 
 def _kill_group(pid: int) -> None:

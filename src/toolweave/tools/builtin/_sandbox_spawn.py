@@ -37,6 +37,7 @@ from typing import IO
 import anyio
 import anyio.abc
 
+from ._bash_process import SPAWN_STDIO
 from ._landlock import Ruleset, enforce_in_child
 
 __all__ = ["PopenProcess", "spawn_landlocked"]
@@ -135,15 +136,7 @@ def _popen_restricted(
             finally:
                 ruleset.close()
             started.append(
-                subprocess.Popen(
-                    list(argv),
-                    cwd=cwd,
-                    env=dict(env),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+                subprocess.Popen(list(argv), cwd=cwd, env=dict(env), **SPAWN_STDIO)
             )
         except BaseException as exc:  # handed to the caller's thread
             failed.append(exc)
