@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 import toolweave as tw
-from toolweave.models import AnthropicModel, OpenAIChatModel, OpenAIResponsesModel
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "models" / "sdk"))
 from models_loopback import LoopbackServer, fixture
+from real_sdk_support import sdk_model
 
 pytestmark = [
     pytest.mark.anyio,
@@ -47,14 +47,6 @@ def _workspace(root: Path) -> None:
     (root / "src").mkdir()
     (root / "src" / "m.py").write_text("# TODO: everything\n")
     (root / "README.md").write_text("# demo\n")
-
-
-def _model(provider: str, url: str) -> tw.models.Model:
-    if provider == "anthropic":
-        return AnthropicModel("claude-sonnet-4-6", api_key="test-key", base_url=url)
-    if provider == "openai_chat":
-        return OpenAIChatModel("gpt-4.1", api_key="test-key", base_url=url + "/v1")
-    return OpenAIResponsesModel("gpt-5", api_key="test-key", base_url=url + "/v1")
 
 
 def _tool_results(provider: str, body: Any) -> list[tuple[str, str]]:
@@ -87,7 +79,7 @@ async def test_an_agent_runs_parallel_tool_calls_through_a_real_sdk(
     _workspace(tmp_path)
     with LoopbackServer() as server:
         server.script(fixture(provider, "tools"), fixture(provider, "text"))
-        model = _model(provider, server.url)
+        model = sdk_model(provider, server.url)
         agent = tw.Agent(
             model,
             tw.tools.coding_tools(tmp_path),

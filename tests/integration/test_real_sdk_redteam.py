@@ -14,16 +14,19 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import toolweave as tw
-from toolweave.models import AnthropicModel, OpenAIChatModel, OpenAIResponsesModel
 from toolweave.tools import Access, Concurrency, SessionState
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "models" / "sdk"))
-from models_loopback import LoopbackServer, SseReply, fixture
+from models_loopback import LoopbackServer, fixture
+from real_sdk_support import (
+    sdk_model,
+    tools_reply_with_ids,
+    wire_calls_and_results,
+)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -32,11 +35,6 @@ pytestmark = [
     ),
 ]
 
-ORIGINAL_IDS = {
-    "anthropic": ("toolu_01A", "toolu_01B", "toolu_01C"),
-    "openai_chat": ("call_01A", "call_01B", "call_01C"),
-    "openai_responses": ("call_01A", "call_01B", "call_01C"),
-}
 FOREIGN = "functions.read:0" + "x" * 30  # illegal for Anthropic, too long for Chat
 LONE = b"name\xff.txt".decode("utf-8", "surrogateescape")
 
@@ -45,55 +43,6 @@ LONE = b"name\xff.txt".decode("utf-8", "surrogateescape")
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Real clocks: the SDKs wait on real sockets."""
     return str(request.param)
-
-
-def _foreign_ids(provider: str) -> SseReply:
-    raw = fixture(provider, "tools").raw
-    for original in ORIGINAL_IDS[provider]:
-        raw = raw.replace(f'"{original}"', f'"{FOREIGN}"')
-    return SseReply(raw)
-
-
-def _model(provider: str, url: str) -> tw.models.Model:
-    if provider == "anthropic":
-        return AnthropicModel("claude-sonnet-4-6", api_key="test-key", base_url=url)
-    if provider == "openai_chat":
-        return OpenAIChatModel("gpt-4.1", api_key="test-key", base_url=url + "/v1")
-    return OpenAIResponsesModel("gpt-5", api_key="test-key", base_url=url + "/v1")
-
-
-def _wire(provider: str, body: Any) -> tuple[list[str], list[tuple[str, str]]]:
-    """(tool-call ids, (result id, result text) pairs) of one request body."""
-    if provider == "anthropic":
-        blocks = [
-            b
-            for m in body["messages"]
-            if isinstance(m["content"], list)
-            for b in m["content"]
-        ]
-        calls = [b["id"] for b in blocks if b["type"] == "tool_use"]
-        results = [
-            (b["tool_use_id"], str(b["content"]))
-            for b in blocks
-            if b["type"] == "tool_result"
-        ]
-        return calls, results
-    if provider == "openai_chat":
-        calls = [c["id"] for m in body["messages"] for c in m.get("tool_calls") or ()]
-        results = [
-            (m["tool_call_id"], str(m["content"]))
-            for m in body["messages"]
-            if m["role"] == "tool"
-        ]
-        return calls, results
-    items = body["input"]
-    calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
-    results = [
-        (i["call_id"], str(i["output"]))
-        for i in items
-        if i.get("type") == "function_call_output"
-    ]
-    return calls, results
 
 
 def _tools() -> list[tw.tools.Tool]:
@@ -121,9 +70,11 @@ async def test_foreign_ids_and_surrogate_output_reach_every_sdk_valid(
 ) -> None:
     with LoopbackServer() as server:
         server.script(
-            _foreign_ids(provider), _foreign_ids(provider), fixture(provider, "text")
+            tools_reply_with_ids(provider, FOREIGN),
+            tools_reply_with_ids(provider, FOREIGN),
+            fixture(provider, "text"),
         )
-        model = _model(provider, server.url)
+        model = sdk_model(provider, server.url)
         state = SessionState(workspace=tmp_path, results_dir=tmp_path / "results")
         agent = tw.Agent(model, _tools(), state=state)
         try:
@@ -136,7 +87,7 @@ async def test_foreign_ids_and_surrogate_output_reach_every_sdk_valid(
     assert result.completion_reason is tw.CompletionReason.COMPLETED, result.detail
     assert len(bodies) == 3
     for body, answered in ((bodies[1], 3), (bodies[2], 6)):
-        calls, results = _wire(provider, body)
+        calls, results = wire_calls_and_results(provider, body)
         assert len(calls) == answered and len(set(calls)) == answered
         assert [call_id for call_id, _ in results] == calls
         if provider == "anthropic":

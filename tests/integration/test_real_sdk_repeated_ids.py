@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import toolweave as tw
-from toolweave.models import AnthropicModel, OpenAIChatModel, OpenAIResponsesModel
 from toolweave.tools import Access, Concurrency, SessionState
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "models" / "sdk"))
-from models_loopback import LoopbackServer, SseReply, fixture
+from models_loopback import LoopbackServer, fixture
+from real_sdk_support import (
+    sdk_model,
+    tools_reply_with_ids,
+    wire_calls_and_results,
+)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -30,11 +33,6 @@ pytestmark = [
     ),
 ]
 
-ORIGINAL_IDS = {
-    "anthropic": ("toolu_01A", "toolu_01B", "toolu_01C"),
-    "openai_chat": ("call_01A", "call_01B", "call_01C"),
-    "openai_responses": ("call_01A", "call_01B", "call_01C"),
-}
 REPEATED = "call_0"
 
 
@@ -42,55 +40,6 @@ REPEATED = "call_0"
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Real clocks: the SDKs wait on real sockets."""
     return str(request.param)
-
-
-def _same_id_everywhere(provider: str) -> SseReply:
-    raw = fixture(provider, "tools").raw
-    for original in ORIGINAL_IDS[provider]:
-        raw = raw.replace(f'"{original}"', f'"{REPEATED}"')
-    return SseReply(raw)
-
-
-def _model(provider: str, url: str) -> tw.models.Model:
-    if provider == "anthropic":
-        return AnthropicModel("claude-sonnet-4-6", api_key="test-key", base_url=url)
-    if provider == "openai_chat":
-        return OpenAIChatModel("gpt-4.1", api_key="test-key", base_url=url + "/v1")
-    return OpenAIResponsesModel("gpt-5", api_key="test-key", base_url=url + "/v1")
-
-
-def _wire(provider: str, body: Any) -> tuple[list[str], list[tuple[str, str]]]:
-    """(tool-call ids, (result id, result text) pairs) of one request body, in order."""
-    if provider == "anthropic":
-        blocks = [
-            b
-            for m in body["messages"]
-            if isinstance(m["content"], list)
-            for b in m["content"]
-        ]
-        calls = [b["id"] for b in blocks if b["type"] == "tool_use"]
-        results = [
-            (b["tool_use_id"], str(b["content"]))
-            for b in blocks
-            if b["type"] == "tool_result"
-        ]
-        return calls, results
-    if provider == "openai_chat":
-        calls = [c["id"] for m in body["messages"] for c in m.get("tool_calls") or ()]
-        results = [
-            (m["tool_call_id"], str(m["content"]))
-            for m in body["messages"]
-            if m["role"] == "tool"
-        ]
-        return calls, results
-    items = body["input"]
-    calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
-    results = [
-        (i["call_id"], str(i["output"]))
-        for i in items
-        if i.get("type") == "function_call_output"
-    ]
-    return calls, results
 
 
 def _tools(counter: list[int]) -> list[tw.tools.Tool]:
@@ -125,11 +74,11 @@ async def test_repeated_ids_reach_the_provider_unique_and_paired(
     counter = [0]
     with LoopbackServer() as server:
         server.script(
-            _same_id_everywhere(provider),
-            _same_id_everywhere(provider),
+            tools_reply_with_ids(provider, REPEATED),
+            tools_reply_with_ids(provider, REPEATED),
             fixture(provider, "text"),
         )
-        model = _model(provider, server.url)
+        model = sdk_model(provider, server.url)
         state = SessionState(workspace=tmp_path, results_dir=tmp_path / "results")
         # Sequential calls: the counter then numbers them in call order.
         config = tw.AgentConfig(concurrency=tw.ConcurrencyConfig(enabled=False))
@@ -145,12 +94,12 @@ async def test_repeated_ids_reach_the_provider_unique_and_paired(
     assert len(bodies) == 3
 
     for body, answered in ((bodies[1], 3), (bodies[2], 6)):
-        calls, results = _wire(provider, body)
+        calls, results = wire_calls_and_results(provider, body)
         assert len(calls) == answered and len(set(calls)) == answered  # unique ids
         assert [call_id for call_id, _ in results] == calls  # each result, its call
         assert calls[0] == REPEATED  # the first keeps the model's id
 
-    _, results = _wire(provider, bodies[2])
+    _, results = wire_calls_and_results(provider, bodies[2])
     texts = [text for _, text in results]
     for number, (text, name) in enumerate(
         zip(texts, ["read", "grep", "glob"] * 2, strict=True), start=1
