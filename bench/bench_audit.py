@@ -29,12 +29,13 @@ from pathlib import Path
 import anyio
 
 from toolweave.execution import ToolRunner
-from toolweave.execution._audit_hook import AuditScope, current_scope, ensure_installed
+from toolweave.execution._audit_hook import AuditScope, ensure_installed
 from toolweave.loop import Agent, AgentConfig
 from toolweave.messages import ModelResponse, StopReason, Text, ToolCall, Usage
 from toolweave.models import ScriptedModel
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher
 from toolweave.tools import Access, Concurrency, SessionState, ToolRegistry, tool
+from toolweave.tools._threads import abandoning_threads
 
 RATIO_TARGET = 1.03
 EVENT_TARGET_US = 1.0
@@ -145,12 +146,9 @@ def hook_cost(events: int) -> bool:
     after = per_event_us(events, "toolweave.bench", 1)
     open_after = per_event_us(events, "open", "/nonexistent", "r", 0)
     scope = AuditScope("bench", echo, {"text": "hi"}, False)
-    token = current_scope().set(scope)
-    try:
+    with abandoning_threads(scope):  # the zone carries the call's audit scope
         ignored_inside = per_event_us(events, "toolweave.bench", 1)
         read_inside = per_event_us(events, "open", "/nonexistent", "r", 0)
-    finally:
-        current_scope().reset(token)
     cost = after - before
     met = cost <= EVENT_TARGET_US
     print("\n== the hook per audit event (best of 5, us) ==")

@@ -23,6 +23,7 @@ from toolweave.execution._audit_ops import Operation, classify_event
 from toolweave.execution._audit_rules import covers, effective_access, rule_broken
 from toolweave.execution._execute import Executed
 from toolweave.tools import Access, Concurrency, Tool, WrappedTool, tool
+from toolweave.tools._threads import abandoning_threads
 
 SAFE, SEQ = Concurrency.SAFE, Concurrency.SEQUENTIAL
 
@@ -262,34 +263,25 @@ async def test_an_auditor_that_is_off_only_awaits() -> None:
 
 def test_the_hook_fails_closed_on_arguments_it_cannot_read() -> None:
     """Malformed arguments are an operation on an unknown target, not a free pass."""
-    from toolweave.execution._audit_hook import current_scope
-
     ensure_installed()
     ensure_installed()  # idempotent
     scope = _scope()
-    token = current_scope().set(scope)
-    try:
+    with abandoning_threads(scope):
         with pytest.raises(PermissionError, match="unresolved path"):
             _hook("open", ())
         _hook("unrelated.event", ())
-    finally:
-        current_scope().reset(token)
     assert [b.op.target for b in scope.breaches] == ["<unresolved path>"]
 
 
 def test_the_hook_never_breaks_an_operation_for_its_own_fault() -> None:
     """A failure of the audit itself (not a refusal) lets the operation go on."""
-    from toolweave.execution._audit_hook import current_scope
 
     class Broken(AuditScope):
         def observe(self, op: Operation, frame: object) -> None:
             raise RuntimeError("the audit's own bug")
 
-    token = current_scope().set(Broken("c", _elsewhere, {}, True))
-    try:
+    with abandoning_threads(Broken("c", _elsewhere, {}, True)):
         _hook("os.remove", ("/x", -1))
-    finally:
-        current_scope().reset(token)
 
 
 def test_audit_off_installs_no_hook() -> None:
@@ -325,31 +317,31 @@ anyio.run(main)
 
 def test_the_mode_here_and_stepping_outside_the_audit() -> None:
     from toolweave.execution._audit import audit_mode_here, outside_audit
-    from toolweave.execution._audit_hook import current_scope
 
     assert audit_mode_here() == "off"
+    with outside_audit():  # outside any call: nothing to step out of
+        assert audit_mode_here() == "off"
     for enforce, mode in ((True, "enforce"), (False, "warn")):
-        token = current_scope().set(_scope(enforce=enforce))
-        try:
+        with abandoning_threads(_scope(enforce=enforce)):
             assert audit_mode_here() == mode
             with outside_audit():
                 assert audit_mode_here() == "off"
             assert audit_mode_here() == mode
-        finally:
-            current_scope().reset(token)
 
 
-def test_a_fault_inside_the_check_never_breaks_the_operation() -> None:
-    from toolweave.execution._audit_hook import current_scope
+def test_the_audit_scope_is_the_calls_thread_zone_and_keeps_its_abandon_rule() -> None:
+    """One context variable carries both: the zone's rule is the one around, unless told."""
+    from toolweave.execution._audit import outside_audit
+    from toolweave.tools._threads import AbandonRecord, abandons_here
 
-    class Broken(AuditScope):
-        __slots__ = ()
-
-        def observe(self, op: Operation, frame: object) -> None:
-            raise RuntimeError("audit bug")
-
-    token = current_scope().set(Broken("c", _elsewhere, {}, True))
-    try:
-        _hook("os.remove", ("/nowhere/x", -1))  # swallowed: the operation goes on
-    finally:
-        current_scope().reset(token)
+    assert not AuditScope("c", _elsewhere, {}, False).abandons  # no zone around
+    with abandoning_threads():  # a deadline around (the Dispatcher's ceiling)
+        scope = AuditScope("c", _elsewhere, {}, False)
+        assert scope.abandons
+        with abandoning_threads(scope):
+            assert abandons_here()
+            with outside_audit():  # stepping out keeps the thread rule
+                assert abandons_here()
+    with abandoning_threads(AbandonRecord(abandons=False)):
+        assert not AuditScope("c", _elsewhere, {}, False).abandons
+        assert AuditScope("c", _elsewhere, {}, False, abandons=True).abandons

@@ -19,6 +19,7 @@ from .._exceptions import ConfigError
 from ..events import DeclarationViolation, Event
 from ..messages import ToolCall
 from ..tools import Tool
+from ..tools._threads import AbandonRecord, abandoning_threads, abandons_here
 from ._audit_hook import AuditScope, current_scope, ensure_installed
 from ._execute import Executed, emit_safely
 
@@ -36,7 +37,6 @@ AuditMode: TypeAlias = Literal["off", "warn", "enforce"]
 
 _MODES: tuple[str, ...] = get_args(AuditMode)
 _MAX_SHOWN = 3
-_scope = current_scope()
 EventSink = Callable[[Event], None]
 
 
@@ -57,7 +57,7 @@ def check_audit_mode(mode: object) -> AuditMode:
 
 def audit_mode_here() -> AuditMode:
     """The mode of the audited call this code runs in; ``"off"`` outside any."""
-    scope = _scope.get()
+    scope = current_scope()
     if scope is None:
         return "off"
     return "enforce" if scope.enforce else "warn"
@@ -69,23 +69,22 @@ def outside_audit() -> Iterator[None]:
 
     For runtime work a tool hosts (a sub-agent's model calls and bookkeeping):
     it is not the tool's own doing. The tasks started in the block inherit it.
+    Cancelled worker threads are abandoned, or not, as around the block; one
+    abandoned inside it is not counted in the call's own record.
     """
-    token = _scope.set(None)
-    try:
+    if current_scope() is None:
         yield
-    finally:
-        _scope.reset(token)
+        return
+    with abandoning_threads(AbandonRecord(abandons_here())):
+        yield
 
 
 def unaudited(sink: EventSink) -> EventSink:
     """`sink`, run outside any call's audit scope (a listener's I/O is not the tool's)."""
 
     def call(event: Event) -> None:
-        token = _scope.set(None)
-        try:
+        with outside_audit():
             sink(event)
-        finally:
-            _scope.reset(token)
 
     return call
 
@@ -122,20 +121,50 @@ class Auditor:
         every mode and not reported: the call's result is already out. In enforce mode a call with
         a breach ends with an error naming it, even if the tool caught the
         PermissionError and went on.
+
+        A runner that awaits the work in its own frame does the same inline
+        (`ToolRunner` does: a wrapper coroutine per call is a measurable share
+        of a trivial call): ``scope = auditor.scope(...)``, run the work in
+        ``abandoning_threads(scope)`` (`execute` takes it as its zone), then
+        in a ``finally`` ``saw = scope.end()``, and if `saw`, `conclude`.
         """
         if self.mode == "off":
             return await work
         scope = AuditScope(call.id, tool, args, self._enforce)
-        token = _scope.set(scope)
         try:
-            executed = await work
+            with abandoning_threads(scope):
+                executed = await work
         finally:
-            _scope.reset(token)
-            scope.ended = True  # what it left running is stopped from now on
-            scope.check_leftovers()
-            if on_event is not None and scope.breaches:
-                _report(scope, call, on_event)
-        return _settle(scope, executed) if scope.breaches else executed
+            saw = scope.end()
+        return self.conclude(scope, call, executed, on_event) if saw else executed
+
+    def scope(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        abandons: bool | None = None,
+    ) -> AuditScope:
+        """A new audit scope for `call` in this mode (not entered yet: see `run`).
+
+        `abandons`: whether the call's cancelled worker threads are abandoned
+        (None: as in the zone around).
+        """
+        return AuditScope(call.id, tool, args, self._enforce, abandons)
+
+    @staticmethod
+    def conclude(
+        scope: AuditScope,
+        call: ToolCall,
+        executed: Executed,
+        on_event: EventSink | None,
+    ) -> Executed:
+        """Report the breaches of an ended scope; in enforce mode, fail the call if any."""
+        if not scope.breaches:
+            return executed
+        if on_event is not None:
+            _report(scope, call, on_event)
+        return _settle(scope, executed)
 
 
 def _report(scope: AuditScope, call: ToolCall, on_event: EventSink) -> None:

@@ -11,7 +11,6 @@ empty context: what it does is not seen.
 
 from __future__ import annotations
 
-import contextvars
 import errno
 import os
 import sys
@@ -22,6 +21,7 @@ from types import FrameType
 
 from ..tools import Tool
 from ..tools._declaration_errors import silenced_declaration_errors
+from ..tools._threads import AbandonRecord, abandons_here, current_zone
 from ._audit_ops import AUDITED_EVENTS, Operation, classify_event
 from ._audit_rules import (
     effective_access,
@@ -71,19 +71,33 @@ class _Findings:
 _findings_lock = threading.Lock()
 
 
-class AuditScope:
+class AuditScope(AbandonRecord):
     """The audit state of one running call.
 
     Cheap to create, since every audited call pays it: what the call declared
     is worked out at its first checked operation, from whichever thread that
     runs on. Read `breaches` once the call is over.
+
+    It is the call's thread zone too (`AbandonRecord`): the context variable
+    that carries the zone into the call's tasks and threads carries the audit,
+    so an audited call sets one variable, not two. It abandons cancelled
+    threads as the zone it was made in did, unless `abandons` says otherwise.
     """
 
     __slots__ = ("_findings", "args", "call_id", "ended", "enforce", "tool")
 
     def __init__(
-        self, call_id: str, tool: Tool, args: dict[str, object], enforce: bool
+        self,
+        call_id: str,
+        tool: Tool,
+        args: dict[str, object],
+        enforce: bool,
+        abandons: bool | None = None,
     ) -> None:
+        # The record's fields set here, not by its __init__: every audited call
+        # pays for this constructor.
+        self.abandons = abandons_here() if abandons is None else abandons
+        self.count = 0
         self.call_id = call_id
         self.tool = tool
         self.args = args
@@ -91,6 +105,19 @@ class AuditScope:
         self.ended = False
         """Set when the call is over; work it left behind still carries the scope."""
         self._findings: _Findings | None = None
+
+    def end(self) -> bool:
+        """Mark the call over; True if any of its operations was checked (then see `breaches`)."""
+        self.ended = True  # what it left running is stopped from now on
+        if self._findings is None:
+            return False
+        self.check_leftovers()
+        return True
+
+    @property
+    def saw_anything(self) -> bool:
+        """True once an operation of the call was checked (the common trivial call: never)."""
+        return self._findings is not None
 
     @property
     def breaches(self) -> list[Breach]:
@@ -213,16 +240,16 @@ def _is_user_file(name: str) -> bool:
     )
 
 
-_scope: contextvars.ContextVar[AuditScope | None] = contextvars.ContextVar(
-    "toolweave_audit_scope", default=None
-)
-_get = _scope.get
+_zone = current_zone()
+_get = _zone.get
 _events = AUDITED_EVENTS
 
 
 def _hook(event: str, args: tuple[object, ...]) -> None:
+    if event not in _events:
+        return
     scope = _get()
-    if scope is None or event not in _events:
+    if not isinstance(scope, AuditScope):
         return
     frame = sys._getframe().f_back  # None when the event comes from C alone
     try:
@@ -251,6 +278,7 @@ def ensure_installed() -> None:
             _installed = True
 
 
-def current_scope() -> contextvars.ContextVar[AuditScope | None]:
-    """The context variable holding the running call's scope (None outside calls)."""
-    return _scope
+def current_scope() -> AuditScope | None:
+    """The audit scope of the call this code runs in (None outside audited calls)."""
+    scope = _get()
+    return scope if isinstance(scope, AuditScope) else None

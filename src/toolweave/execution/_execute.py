@@ -15,7 +15,8 @@ from .._exceptions import StopRun, ToolError
 from ..events import Event, ToolProgress
 from ..tools import Tool, ToolContext
 from ..tools._cancel import cancelled_from_outside, is_cancellation
-from ..tools._threads import abandoning_threads
+from ..tools._deadline import DeadlineScope
+from ..tools._threads import AbandonRecord, abandoning_threads
 from ._output import ToolOutput
 
 __all__ = ["Executed", "ProgressReporter", "emit_safely", "execute"]
@@ -130,7 +131,12 @@ async def _call(tool: Tool, args: dict[str, object], ctx: ToolContext) -> Execut
 
 
 async def execute(
-    tool: Tool, args: dict[str, object], ctx: ToolContext, limit: float | None
+    tool: Tool,
+    args: dict[str, object],
+    ctx: ToolContext,
+    limit: float | None,
+    *,
+    zone: AbandonRecord | None = None,
 ) -> Executed:
     """Run the tool for at most `limit` seconds (None = no limit); raises only cancellation.
 
@@ -140,14 +146,22 @@ async def execute(
     call is answered at the deadline and the thread finishes on its own, counted
     by the Dispatcher's host. A tool that swallowed the cancellation and returned
     late has still timed out (its context modifier is kept: the work was done).
+    `zone` is the call's own record to run in (the audit's scope, which carries
+    the audit into the call's tasks and threads); one is made if needed.
     """
     if limit is None:
-        return await _call(tool, args, ctx)
+        if zone is None:
+            return await _call(tool, args, ctx)
+        with abandoning_threads(zone):
+            return await _call(tool, args, ctx)
     executed: Executed | None = None
-    with abandoning_threads() as abandoned, anyio.move_on_after(limit) as scope:
+    if zone is None:
+        zone = AbandonRecord()
+    zone.abandons = True  # the deadline answers the call: its threads are left
+    with abandoning_threads(zone) as abandoned, DeadlineScope(limit) as scope:
         executed = await _call(tool, args, ctx)
-    # cancel_called, not cancelled_caught: a late return after the deadline counts.
-    if executed is not None and not scope.cancel_called:
+    # expired, not cancelled_caught: a late return after the deadline counts.
+    if executed is not None and not scope.expired:
         return executed
     left = abandoned.count > 0
     note = (

@@ -301,10 +301,20 @@ class ToolRunner:
         )
         if self._on_event is not None:
             emit_safely(self._on_event, ToolRunning(call.id, key=call.key))
-        work = execute(tool, args, ctx, timeout)
-        if self._auditor.mode != "off":
-            work = self._auditor.run(tool, call, args, work, self._on_event)
-        executed = await work
+        auditor = self._auditor
+        if auditor.mode == "off":
+            executed = await execute(tool, args, ctx, timeout)
+        else:  # Auditor.run's steps, inline: no extra coroutine per call
+            # With a timeout, execute() abandons the call's threads anyway.
+            scope = auditor.scope(
+                tool, call, args, True if timeout is not None else None
+            )
+            try:
+                executed = await execute(tool, args, ctx, timeout, zone=scope)
+            finally:
+                saw = scope.end()
+            if saw:
+                executed = auditor.conclude(scope, call, executed, self._on_event)
         if executed.error is not None:
             return await self._failed(tool, call, args, executed, hooks)
         return await self._succeeded(tool, call, args, executed, hooks)

@@ -45,6 +45,7 @@ from ._calls import (
     fatal_reason,
     fire_completed,
     fire_started,
+    guarded,
     invoke,
 )
 from ._config import ConcurrencyConfig
@@ -273,11 +274,12 @@ class Batch:
         if self._skip_ready():
             return
         token = object()
-        await self._host.acquire(token, self._limiter)
-        # While we waited: a halt may have come, or a lower call become ready.
-        if self.stop is not None or self._skip_ready():
-            self._host.release(token, self._limiter)
-            return
+        if not self._host.try_acquire(token, self._limiter):
+            await self._host.acquire(token, self._limiter)
+            # While we waited: a halt may have come, or a lower call become ready.
+            if self.stop is not None or self._skip_ready():
+                self._host.release(token, self._limiter)
+                return
         index = heapq.heappop(self._ready)
         assert self._tg is not None
         self._dispatched += 1
@@ -299,21 +301,31 @@ class Batch:
     # -- one call ------------------------------------------------------------------
 
     async def _run(self, index: int, token: object) -> None:
+        # One coroutine per call around the runner: the engine's cost per call
+        # is mostly frames, so the call's scope, fault handling and bookkeeping
+        # live here rather than in helpers that each add a layer.
         call = self.calls[index]
         result: ToolResult | None = None
         fatal: BaseException | None = None
         tool = self.plans[index].tool
         ceiling = self._config.ceiling_for(tool.timeout if tool else None)
+        host = self._host
         try:
-            if ceiling is not None or self._selective:
-                # One scope for both the selective cancel and the ceiling (CallScope).
-                with CallScope(ceiling) as scope:
-                    if self._selective:
-                        self._scopes[index] = scope
-                    result = await self._invoke(index, call)
-                result = scope.answer(call, result)
-            else:
-                result = await self._invoke(index, call)
+            if self._why[index] is None:
+                self._state[index] = _State.RUNNING
+                host.started_running()
+                try:
+                    if ceiling is None and not self._selective:
+                        result = await guarded(self._runner, call)
+                    else:
+                        # One scope for the selective cancel and the ceiling (CallScope).
+                        with CallScope(ceiling) as scope:
+                            if self._selective:
+                                self._scopes[index] = scope
+                            result = await guarded(self._runner, call)
+                        result = scope.answer(call, result)
+                finally:
+                    host.running -= 1
         except BaseException as exc:
             if not is_fatal(exc):
                 raise
@@ -322,7 +334,7 @@ class Batch:
             fatal, result = exc, fatal_raised(call, exc)
         finally:
             self._scopes[index] = None
-            self._host.release(token, self._limiter)
+            host.release(token, self._limiter)
         if fatal is not None:
             self._on_fatal(fatal)
         if result is not None:
@@ -335,19 +347,9 @@ class Batch:
                 index, stopped_while_running(call, self._why[index] or "cancelled")
             )
         else:
-            self._host.waiting -= 1
+            host.waiting -= 1
             self._record(index, not_run(call, self._why[index] or "cancelled"))
         self._settle(index)
-
-    async def _invoke(self, index: int, call: ToolCall) -> ToolResult | None:
-        if self._why[index] is not None:
-            return None
-        self._state[index] = _State.RUNNING
-        self._host.started_running()
-        try:
-            return await invoke(self._runner, call)
-        finally:
-            self._host.running -= 1
 
     def _mark_done(self, index: int) -> None:
         self._finished[index] = True

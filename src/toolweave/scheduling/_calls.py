@@ -6,10 +6,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 
-import anyio
-
 from ..messages import ToolCall, ToolResult
 from ..tools._cancel import cancelled_from_outside, is_cancellation
+from ..tools._deadline import DeadlineScope
 from ..tools._threads import abandoning_threads
 from ._results import coerce_result, runner_failed, timed_out
 
@@ -24,6 +23,7 @@ __all__ = [
     "fatal_reason",
     "fire_completed",
     "fire_started",
+    "guarded",
     "invoke",
 ]
 
@@ -77,11 +77,12 @@ async def invoke(
     worker thread it waits on is abandoned (issue 13, item 3).
     """
     if ceiling is None:
-        return await _invoke(runner, call)
+        return await guarded(runner, call)
     result: ToolResult | None = None
-    with abandoning_threads(), anyio.move_on_after(ceiling):
-        result = await _invoke(runner, call)
-    return result if result is not None else timed_out(call, ceiling)
+    with abandoning_threads(), CallScope(ceiling) as scope:
+        result = await guarded(runner, call)
+    answer = scope.answer(call, result)
+    return answer if answer is not None else timed_out(call, ceiling)
 
 
 class CallScope:
@@ -90,12 +91,12 @@ class CallScope:
     Why one scope: a call under both a cancel its owner may send (a selective
     cancel, a user interrupt) and the per-call ceiling used to nest two anyio
     scopes, each with its own bookkeeping, and that doubled the engine's cost per
-    call. Here the ceiling is the scope's deadline (armed only if there is one,
-    together with the `abandoning_threads` zone it needs), and `cancel` marks the
-    owner's cancel so `answer` can tell the two apart afterwards.
+    call. The ceiling is a `DeadlineScope` deadline, which shares one timer per
+    event loop instead of arming one per call.
 
-    Contract: enter it around the call; call `cancel` (never the scope's own) to
-    stop it for the owner; after the block, `answer(call, result)` gives the
+    Contract: enter it around the call, inside an `abandoning_threads` zone when
+    there is a ceiling (the batch sets one zone for all its calls); call `cancel`
+    to stop it for the owner; after the block, `answer(call, result)` gives the
     ceiling's timeout result if the deadline cut the call off first, else
     `result` unchanged (None if the owner cancelled it). Whichever came first
     wins, even if the other fires while the tool is still unwinding: a cancel
@@ -103,20 +104,13 @@ class CallScope:
     owner's cancel leaves the cancel.
     """
 
-    __slots__ = ("_scope", "_zone", "ceiling", "cut")
+    __slots__ = ("_scope", "ceiling")
 
     def __init__(self, ceiling: float | None) -> None:
         self.ceiling = ceiling
-        self.cut = False
-        """True once the owner cancelled the call (before any deadline fired)."""
-        self._scope = anyio.CancelScope()
-        self._zone = abandoning_threads() if ceiling is not None else None
+        self._scope = DeadlineScope(ceiling)
 
     def __enter__(self) -> CallScope:
-        if self._zone is not None:
-            assert self.ceiling is not None
-            self._zone.__enter__()
-            self._scope.deadline = anyio.current_time() + self.ceiling
         self._scope.__enter__()
         return self
 
@@ -126,27 +120,30 @@ class CallScope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
-        try:
-            return self._scope.__exit__(exc_type, exc, tb)
-        finally:
-            if self._zone is not None:
-                self._zone.__exit__()
+        return self._scope.__exit__(exc_type, exc, tb)
+
+    @property
+    def cut(self) -> bool:
+        """True once the owner cancelled the call (before any deadline fired)."""
+        return self._scope.cut
 
     def cancel(self) -> None:
         """Stop the call for its owner; a no-op once its deadline already cut it off."""
-        if not self._scope.cancel_called:
-            self.cut = True
-            self._scope.cancel()
+        self._scope.cancel()
 
     def answer(self, call: ToolCall, result: ToolResult | None) -> ToolResult | None:
         """`result`, or the ceiling's timeout result if the deadline stopped the call."""
-        if result is None and self._scope.cancelled_caught and not self.cut:
-            assert self.ceiling is not None  # only a deadline cancels uncut
+        if result is None and self._scope.cancelled_caught and self._scope.expired:
+            assert self.ceiling is not None  # only a deadline expires
             return timed_out(call, self.ceiling)
         return result
 
 
-async def _invoke(runner: Runner, call: ToolCall) -> ToolResult:
+async def guarded(runner: Runner, call: ToolCall) -> ToolResult:
+    """`runner(call)`; a fault (an exception, a self-raised cancel, no result) is an error result.
+
+    Real cancellation, KeyboardInterrupt and SystemExit propagate.
+    """
     try:
         result = await runner(call)
     except Exception as exc:

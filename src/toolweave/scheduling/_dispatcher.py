@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from typing import final
 
@@ -13,7 +13,7 @@ import anyio
 from ..messages import ToolCall, ToolResult
 from ..tools import ToolRegistry
 from ..tools._cancel import sole_fatal
-from ..tools._threads import WorkerThreads, worker_threads
+from ..tools._threads import WorkerThreads, abandoning_threads, worker_threads
 from ._batch import (
     CLOSED,
     INTERRUPTED,
@@ -74,6 +74,19 @@ class _Host:
     def started_running(self) -> None:
         self.running += 1
         self.waiting -= 1
+
+    def try_acquire(self, token: object, batch: anyio.CapacityLimiter) -> bool:
+        """Take a batch slot and a host slot for `token` if both are free now; never waits."""
+        try:
+            batch.acquire_on_behalf_of_nowait(token)
+        except anyio.WouldBlock:
+            return False
+        try:
+            self.slots.acquire_on_behalf_of_nowait(token)
+        except anyio.WouldBlock:
+            batch.release_on_behalf_of(token)
+            return False
+        return True
 
     async def acquire(self, token: object, batch: anyio.CapacityLimiter) -> None:
         """Take a batch slot, then a host slot, on behalf of `token`.
@@ -308,7 +321,7 @@ class Dispatcher:
         unsubscribe = token.subscribe(batch.interrupt) if token else None
         reset = worker_threads.set(self._get_host().threads)
         try:
-            with anyio.CancelScope() as batch.scope:
+            with self._zone(), anyio.CancelScope() as batch.scope:
                 async with open_spawner() as tg:
                     batch.attach(tg)
                     for call in calls:
@@ -419,14 +432,15 @@ class Dispatcher:
             reset = worker_threads.set(self._get_host().threads)
             stream = ToolStream.live(self, batch, registry, runner, token)
             try:
-                async with _unwrapping(batch), open_spawner() as tg:
-                    batch.attach(tg)
-                    tg.start_soon(batch.admit_all)
-                    try:
-                        yield stream
-                    finally:
-                        if not stream.harvested:
-                            stream.discard()
+                with self._zone():
+                    async with _unwrapping(batch), open_spawner() as tg:
+                        batch.attach(tg)
+                        tg.start_soon(batch.admit_all)
+                        try:
+                            yield stream
+                        finally:
+                            if not stream.harvested:
+                                stream.discard()
             finally:
                 worker_threads.reset(reset)
                 if unsubscribe:
@@ -434,6 +448,16 @@ class Dispatcher:
                 self._forget(batch)
             if batch.fatal is not None and not stream.harvested:
                 raise batch.fatal  # a discarded attempt's tool raised it
+
+    def _zone(self) -> AbstractContextManager[object]:
+        """Where a batch's calls run: with a ceiling, a cancelled worker thread is abandoned.
+
+        One zone for the whole batch (its call tasks inherit it) rather than one
+        per call: setting a context variable per call costs every later lookup.
+        """
+        if self.config.default_tool_timeout is None:
+            return nullcontext()
+        return abandoning_threads()
 
     async def aclose(self, drain_timeout: float | None = None) -> None:
         """Stop taking new work, drain running calls, then cancel what is left.

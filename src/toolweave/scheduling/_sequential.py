@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 from ..messages import ToolCall, ToolResult
 from ..tools import Interrupt, Tool, ToolRegistry
 from ..tools._cancel import is_fatal
+from ..tools._threads import abandoning_threads
 from ._batch import (
     INTERRUPTED,
     CompletedListener,
@@ -106,7 +108,10 @@ async def _run_one(
         return await invoke(runner, call, ceiling)
     result: ToolResult | None = None
     # One scope for both the interrupt and the ceiling (CallScope).
-    with CallScope(ceiling) as scope:
+    with (
+        abandoning_threads() if ceiling is not None else nullcontext(),
+        CallScope(ceiling) as scope,
+    ):
         unsubscribe = interrupt.subscribe(scope.cancel)
         try:
             result = await invoke(runner, call)

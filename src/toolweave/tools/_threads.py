@@ -21,6 +21,8 @@ __all__ = [
     "AbandonRecord",
     "WorkerThreads",
     "abandoning_threads",
+    "abandons_here",
+    "current_zone",
     "run_in_worker_thread",
     "worker_threads",
 ]
@@ -82,13 +84,21 @@ abandoned threads are not counted by any host.
 """
 
 
-@final
 class AbandonRecord:
-    """Threads abandoned inside one `abandoning_threads` zone (one call's deadline)."""
+    """The zone one call's work runs in: are cancelled worker threads abandoned, how many were.
 
-    __slots__ = ("count",)
+    The zone follows the call into the tasks it starts and the worker threads
+    they run (a context variable), which makes it the one per-call state the
+    runtime carries there: the execution layer's declaration audit keeps its
+    scope in it too (a subclass), so an audited call sets one context variable,
+    not two.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("abandons", "count")
+
+    def __init__(self, abandons: bool = True) -> None:
+        self.abandons = abandons
+        """True: a cancelled worker thread is abandoned (a deadline); False: waited for."""
         self.count = 0
         """Worker threads abandoned in the zone so far."""
 
@@ -98,21 +108,33 @@ _zone: contextvars.ContextVar[AbandonRecord | None] = contextvars.ContextVar(
 )
 
 
+def current_zone() -> contextvars.ContextVar[AbandonRecord | None]:
+    """The context variable holding the zone of the running call (None outside any)."""
+    return _zone
+
+
+def abandons_here() -> bool:
+    """True if a worker thread cancelled here would be abandoned (see `abandoning_threads`)."""
+    zone = _zone.get()
+    return zone is not None and zone.abandons
+
+
 @final
 class abandoning_threads:  # lower case: used like the function it was
     """Within the block, a cancelled worker thread is abandoned instead of waited for.
 
     Used around a call that runs under a deadline: at the deadline the call must
-    be answered, whatever its thread does. The record counts what was abandoned.
-    A class rather than a ``@contextmanager`` generator: every call with a
-    deadline enters two of these, and the generator machinery cost more than
-    the zone itself.
+    be answered, whatever its thread does. The record counts what was abandoned;
+    pass one of your own (its `abandons` says whether threads are abandoned)
+    to carry more per-call state. A class rather than a ``@contextmanager``
+    generator: every call with a deadline enters one, and the generator
+    machinery cost more than the zone itself.
     """
 
     __slots__ = ("_record", "_reset")
 
-    def __init__(self) -> None:
-        self._record = AbandonRecord()
+    def __init__(self, record: AbandonRecord | None = None) -> None:
+        self._record = AbandonRecord() if record is None else record
         self._reset: contextvars.Token[AbandonRecord | None] | None = None
 
     def __enter__(self) -> AbandonRecord:
@@ -177,7 +199,7 @@ async def run_in_worker_thread(
     """
     zone = _zone.get()
     threads = worker_threads.get()
-    abandon = abandon_on_cancel or zone is not None
+    abandon = abandon_on_cancel or (zone is not None and zone.abandons)
     job = _Job(fn, threads)
     try:
         result = await anyio.to_thread.run_sync(
