@@ -16,6 +16,7 @@ from ._base import ModelRequest
 from ._provider import EventMapper, ProviderModel
 from ._sdk_streams import ReplayStream, SDKStream
 from ._warnings import WarningHandler
+from ._wire_text import utf8_payload
 
 __all__ = ["AnthropicModel"]
 
@@ -108,6 +109,7 @@ class AnthropicModel(ProviderModel):
         params = anthropic_params(
             request, model=self._name, send_flag=send_flag, thinking=self._thinking
         )
+        params = utf8_payload(params)
         if not stream:
             # An explicit timeout: the SDK refuses a whole request it guesses
             # might take over ten minutes unless the caller sets the deadline.

@@ -20,6 +20,7 @@ from ._openai_errors import map_openai_error
 from ._provider import EventMapper, ProviderModel
 from ._sdk_streams import ReplayStream, SDKStream
 from ._warnings import WarningHandler
+from ._wire_text import utf8_payload
 
 __all__ = ["OpenAIChatModel", "build_openai_client"]
 
@@ -131,6 +132,7 @@ class OpenAIChatModel(ProviderModel):
             include_usage=self._include_usage and stream,
             empty_content="" if self._provider == "openai-compatible" else None,
         )
+        params = utf8_payload(params)
         if not stream:
             completion = await self._sdk().chat.completions.create(**params)
             return ReplayStream(chat_replay(completion))

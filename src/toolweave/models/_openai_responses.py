@@ -18,6 +18,7 @@ from ._openai_responses_stream import ResponsesStreamMapper
 from ._provider import EventMapper, ProviderModel
 from ._sdk_streams import ReplayStream, SDKStream
 from ._warnings import WarningHandler
+from ._wire_text import utf8_payload
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -118,6 +119,7 @@ class OpenAIResponsesModel(ProviderModel):
             include_encrypted_reasoning=self._include_encrypted,
             store=self._store,
         )
+        params = utf8_payload(params)
         if not stream:
             response = await self._sdk().responses.create(**params)
             return ReplayStream(responses_replay(response))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -61,8 +62,35 @@ class BlobSink(Protocol):
 
 
 def dumps(value: object) -> str:
-    """Compact JSON; anything not JSON-native is written as its ``repr``."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    r"""Compact JSON; anything not JSON-native is written as its ``repr``.
+
+    Always storable UTF-8: text holding a lone surrogate (a model's ``"\ud800"``
+    escape, a non-UTF-8 byte decoded with surrogateescape) is written with
+    ASCII escapes instead, which `json.loads` reads back to the same string.
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    if text.isascii() or is_utf8_encodable(text):
+        return text
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=repr)
+
+
+def is_utf8_encodable(text: str) -> bool:
+    """False if `text` holds a lone surrogate (no UTF-8 encoding exists for it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, so SQLite can store it."""
+    if text.isascii() or is_utf8_encodable(text):
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def usage_to_json(usage: Usage) -> Json:

@@ -15,7 +15,13 @@ from typing import Any, final
 from .._exceptions import StoreError
 from ..messages import Message, Usage
 from ._blobs import BlobDirectory
-from ._codec import dumps, message_from_json, message_to_json, usage_to_json
+from ._codec import (
+    dumps,
+    message_from_json,
+    message_to_json,
+    storable_text,
+    usage_to_json,
+)
 from ._records import (
     CallRecord,
     EventRecord,
@@ -45,6 +51,27 @@ DEFAULT_BLOB_THRESHOLD = 16_384
 """Tool-result contents longer than this (in JSON characters) are stored as files."""
 
 _TITLE_CHARS = 100
+
+
+class _TextSafeConnection(sqlite3.Connection):
+    """A connection whose text parameters are always storable.
+
+    SQLite text is UTF-8, and a Python string may hold a lone surrogate (a
+    prompt from a non-UTF-8 terminal, a title made from it): binding it would
+    raise. Each one is replaced by U+FFFD here, for every statement, so no
+    caller can forget; JSON bodies are escaped losslessly before (`dumps`).
+    """
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if isinstance(parameters, Mapping):
+            parameters = {k: _param(v) for k, v in parameters.items()}
+        else:
+            parameters = tuple(_param(v) for v in parameters)
+        return super().execute(sql, parameters)
+
+
+def _param(value: object) -> object:
+    return storable_text(value) if isinstance(value, str) else value
 
 
 @final
@@ -81,7 +108,11 @@ class SQLiteSessionStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=10.0
+                self.path,
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=10.0,
+                factory=_TextSafeConnection,
             )
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")

@@ -276,3 +276,37 @@ async def test_responses_warns_once_that_it_has_no_stop_sequences(
         await model.complete(request)
     assert all("stop" not in key for key in server.requests[0].body)
     assert len(warnings) == 1
+
+
+SURROGATES = ModelRequest(
+    [
+        Message("user", "fix caf\udce9 please"),  # a non-UTF-8 prompt (surrogateescape)
+        Message(
+            "assistant",
+            (
+                Text("on it \ud83d"),
+                ToolCall("call_1", "read", {"path": "caf\udce9.txt", "k\ud800": 1}),
+            ),
+        ),
+        Message("user", (ToolResult("call_1", "no such file: caf\udce9.txt"),)),
+    ],
+    system="terse \udfff",
+    tools=(
+        ToolDefinition("read", "Read a file", {"type": "object", "properties": {}}),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "case", [ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES], ids=lambda c: c.fixtures
+)
+async def test_lone_surrogates_reach_the_wire_as_replacement_characters(
+    case: Case, server: LoopbackServer
+) -> None:
+    """Each SDK encodes the body as strict UTF-8: a lone surrogate would fail every
+    later request of the run. It goes out as U+FFFD, the rest of the text intact."""
+    body = await sent(case, server, SURROGATES)
+    text = repr(body)
+    assert "caf\ufffd" in text and "on it \ufffd" in text and "k\ufffd" in text
+    assert "terse \ufffd" in text
+    assert not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
