@@ -170,3 +170,44 @@ async def test_a_sync_tool_past_the_ceiling_leaves_an_abandoned_thread_and_the_c
         on_started=lambda c: log2.append(f"start {c.id}"),
     )
     assert peak == 2 and log2 == ["start a", "start b"]
+
+
+@pytest.mark.parametrize("path", ["batch", "single", "plain"])
+async def test_a_call_that_returns_after_the_ceiling_is_still_timed_out(
+    anyio_backend: Any, path: str
+) -> None:
+    """A shielded part outlives the ceiling; the call returns late: its output is
+    withheld, its context change kept, as for a tool's own timeout (execute)."""
+    ceiling = _ceiling(anyio_backend)
+    changed: list[str] = []
+
+    @tw.tool(concurrency=tw.Concurrency.SAFE)
+    async def stubborn() -> str:
+        return "never called: the runner below stands in for it"
+
+    @tw.tool(concurrency=tw.Concurrency.SAFE)
+    async def quick(key: str) -> str:
+        return key
+
+    reg = tw.ToolRegistry([stubborn, quick])
+    plain = runner_for(reg)
+
+    async def runner(call: tw.ToolCall) -> tw.ToolResult:
+        if call.name != "stubborn":
+            return await plain(call)
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(ceiling * 2)
+        return tw.ToolResult(
+            call.id, "late output", context_modifier=lambda: changed.append(call.id)
+        )
+
+    batch = [tw.ToolCall("s", "stubborn", {})]
+    if path == "batch":
+        batch.append(tw.ToolCall("q", "quick", {"key": "q"}))
+    config = ConcurrencyConfig(default_tool_timeout=ceiling, enabled=path != "plain")
+    out = await Dispatcher(config).dispatch(batch, reg, runner)
+    assert out[0].is_error and out[0].synthetic
+    assert "returned later, past the ceiling" in out[0].text
+    assert "late output" not in out[0].text
+    assert changed == ["s"]  # the work was done: its context change applies
+    assert [r.text for r in out[1:]] == (["q"] if path == "batch" else [])

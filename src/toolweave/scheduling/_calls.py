@@ -132,11 +132,23 @@ class CallScope:
         self._scope.cancel()
 
     def answer(self, call: ToolCall, result: ToolResult | None) -> ToolResult | None:
-        """`result`, or the ceiling's timeout result if the deadline stopped the call."""
-        if result is None and self._scope.cancelled_caught and self._scope.expired:
-            assert self.ceiling is not None  # only a deadline expires
-            return timed_out(call, self.ceiling)
-        return result
+        """`result`, or the ceiling's timeout result if the deadline passed first.
+
+        Also when the call returned after the deadline (a shielded part ran
+        on): the ceiling bounds the call whatever it does, as a tool's own
+        timeout does (its context change is kept).
+        """
+        if not self._scope.expired:
+            return result
+        assert self.ceiling is not None  # only a deadline expires
+        if result is None:
+            return timed_out(call, self.ceiling) if self.cancelled_caught else None
+        return timed_out(call, self.ceiling, late=result)
+
+    @property
+    def cancelled_caught(self) -> bool:
+        """True if the call was cut off (by its owner or its deadline)."""
+        return self._scope.cancelled_caught
 
 
 async def guarded(runner: Runner, call: ToolCall) -> ToolResult:

@@ -44,15 +44,32 @@ def stopped_while_running(call: ToolCall, why: str) -> ToolResult:
     )
 
 
-def timed_out(call: ToolCall, seconds: float) -> ToolResult:
-    """The synthetic result of a call cut off at the Dispatcher's per-call ceiling."""
+def timed_out(
+    call: ToolCall, seconds: float, late: ToolResult | None = None
+) -> ToolResult:
+    """The synthetic result of a call cut off at the Dispatcher's per-call ceiling.
+
+    `late`: what the call returned after the ceiling had passed (a shielded part
+    ran on). The bound holds all the same, as for a tool's own timeout: its
+    output is withheld, its context change kept (the work was done).
+    """
+    if late is None:
+        return ToolResult(
+            call.id,
+            f"Timed out: the call to {call.name!r} did not finish within {seconds:g} s"
+            " (the per-call ceiling, `default_tool_timeout`) and was stopped; any"
+            " effects it had are unknown.",
+            is_error=True,
+            synthetic=True,
+        )
     return ToolResult(
         call.id,
         f"Timed out: the call to {call.name!r} did not finish within {seconds:g} s"
-        " (the per-call ceiling, `default_tool_timeout`) and was stopped; any effects"
-        " it had are unknown.",
+        " (the per-call ceiling, `default_tool_timeout`); it returned later, past"
+        " the ceiling, and its output is withheld.",
         is_error=True,
         synthetic=True,
+        context_modifier=late.context_modifier,
     )
 
 
