@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 import anyio.from_thread
+import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError
@@ -23,7 +23,7 @@ from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import Tool
-from ._grep_python import GrepQuery, python_grep
+from ._grep_python import GrepQuery, PatternTooSlow, python_grep
 from ._textfile import MAX_LINE_CHARS, SNIFF_BYTES, is_binary
 from ._walk import SKIPPED_DIRS
 from ._workspace import Workspace
@@ -163,8 +163,10 @@ class GrepTool(Tool):
             )
             lines = list(islice(found, limit + 1))
             return lines[:limit], len(lines) > limit
-        except re.error as exc:
+        except regex.error as exc:
             raise ToolInputError(f"invalid regular expression: {exc}") from exc
+        except PatternTooSlow as exc:
+            raise ToolError(str(exc)) from exc
 
     def _rg_argv(self, binary: str, query: GrepQuery) -> list[str]:
         argv = [binary, "--no-config", "--color=never", "--no-messages", "--hidden"]

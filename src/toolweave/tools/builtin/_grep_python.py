@@ -2,22 +2,38 @@
 
 Its output has ripgrep's format (``path:line:text``, context lines as
 ``path-line-text``, groups separated by ``--``), so the model sees the same
-result either way. Differences: Python `re` syntax instead of Rust regex, and
-.gitignore files are not honoured (VCS directories are still skipped).
+result either way. Differences: Python regular-expression syntax (the `regex`
+package, a superset of `re`) instead of Rust's, and .gitignore files are not
+honoured (VCS directories are still skipped).
+
+Python's `re` holds the GIL for a whole match, and a pattern the model wrote
+can backtrack for hours (``(a|aa)+$`` on a long line): the event loop, every
+other call's timeout and the user's Ctrl-C would all wait for it. Here each
+line is matched with the GIL released and under a time limit
+(`LINE_SECONDS`); a line that exceeds it ends the search with an error that
+tells the model why.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import regex
 
 from ._textfile import SNIFF_BYTES, is_binary, iter_lines
 from ._walk import compile_glob, walk_files
 from ._workspace import Workspace
 
-__all__ = ["GrepQuery", "python_grep"]
+__all__ = ["LINE_SECONDS", "GrepQuery", "PatternTooSlow", "python_grep"]
+
+LINE_SECONDS = 2.0
+"""Longest one line may take to match before the search gives up."""
+
+
+class PatternTooSlow(Exception):
+    """The pattern took longer than `LINE_SECONDS` on one line (catastrophic backtracking)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +94,10 @@ def python_grep(
     """Output lines of `query`, file by file in path order.
 
     Binary and unreadable files are skipped. `check` is called per directory
-    and per file (a cancellation check). A bad regex raises `re.error`.
+    and per file (a cancellation check). A bad regex raises `regex.error`; a
+    line the pattern takes over `LINE_SECONDS` on raises `PatternTooSlow`.
     """
-    pattern = re.compile(query.regex, re.IGNORECASE if query.ignore_case else 0)
+    pattern = regex.compile(query.regex, regex.IGNORECASE if query.ignore_case else 0)
     keep = compile_glob(query.glob) if query.glob else None
     printed = False
     for path in walk_files(workspace, query.start, check):
@@ -92,7 +109,7 @@ def python_grep(
         lines = _text_lines(path)
         if lines is None:
             continue
-        hits = [i for i, line in enumerate(lines) if pattern.search(line)]
+        hits = _hits(pattern, lines, rel)
         if not hits:
             continue
         if query.mode == "files_with_matches":
@@ -102,3 +119,21 @@ def python_grep(
         else:
             yield from _content(rel, lines, hits, query.context, not printed)
         printed = True
+
+
+def _hits(pattern: regex.Pattern[str], lines: list[str], rel: str) -> list[int]:
+    """Indices of the lines `pattern` matches; each match runs without the GIL."""
+    hits: list[int] = []
+    search = pattern.search
+    for index, line in enumerate(lines):
+        try:
+            found = search(line, concurrent=True, timeout=LINE_SECONDS)
+        except TimeoutError:
+            raise PatternTooSlow(
+                f"the pattern took over {LINE_SECONDS:g} s to match line {index + 1}"
+                f" of {rel} and the search was stopped (catastrophic backtracking:"
+                " avoid nested or overlapping repetition such as (a+)+ or (a|aa)+)"
+            ) from None
+        if found:
+            hits.append(index)
+    return hits
