@@ -49,6 +49,15 @@ class Text:
 
     text: str
     """The text itself."""
+    _: KW_ONLY
+    provider_id: str | None = field(default=None, compare=False)
+    """The provider's item id of the assistant message this text was (``msg_…``).
+
+    Only the OpenAI Responses API uses it: a message item that followed a
+    reasoning item must go back with its id when that reasoning item goes back
+    (the API pairs the two by id). None for text from any other source; the
+    other providers never send it. Not part of equality.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +117,17 @@ class ToolCall:
     events and the session store are keyed by it (the store adds the run). Empty
     for a call made outside the loop (then `ref` falls back to `id`). Not part
     of equality.
+    """
+    provider_id: str | None = field(default=None, compare=False)
+    """The provider's item id of this call (``fc_…``), distinct from its call `id`.
+
+    Only the OpenAI Responses API uses it: a ``function_call`` item that
+    followed a reasoning item must go back with this id when that reasoning
+    item goes back (the API pairs the two by id), and without it when the
+    reasoning is left out. None for calls from any other provider, or when the
+    server sent no item id; the other providers never send it, and the wire
+    repair of call ids (`toolweave.models.unique_call_ids`) never touches it.
+    Not part of equality.
     """
 
     @property

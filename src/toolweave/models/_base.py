@@ -82,6 +82,12 @@ class TextChunk:
     _: KW_ONLY
     block: int = 0
     """Index of the content block it belongs to."""
+    provider_id: str | None = field(default=None, compare=False)
+    """The provider's item id of the message the block is (Responses ``msg_…``).
+
+    Any piece may carry it; the last one given wins. It becomes `Text.provider_id`.
+    Not part of equality, like `Text.provider_id`.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +166,12 @@ retrying model, between two attempts.
 
 
 @dataclass(slots=True)
+class _TextSlot:
+    text: list[str] = field(default_factory=list)
+    provider_id: str | None = None
+
+
+@dataclass(slots=True)
 class _ThinkingSlot:
     text: list[str] = field(default_factory=list)
     signature: str | None = None
@@ -186,16 +198,17 @@ class ChunkAggregator:
     """
 
     def __init__(self) -> None:
-        self._slots: dict[int, list[str] | _ThinkingSlot | ToolCall] = {}
+        self._slots: dict[int, _TextSlot | _ThinkingSlot | ToolCall] = {}
         self.end: StreamEnd | None = None
         """The StreamEnd chunk, once it arrived."""
 
     def add(self, chunk: StreamChunk) -> None:
         """Fold one chunk in."""
         if isinstance(chunk, TextChunk):
-            slot = self._slots.setdefault(chunk.block, [])
-            if isinstance(slot, list):
-                slot.append(chunk.text)
+            slot = self._slots.setdefault(chunk.block, _TextSlot())
+            if isinstance(slot, _TextSlot):
+                slot.text.append(chunk.text)
+                slot.provider_id = chunk.provider_id or slot.provider_id
         elif isinstance(chunk, ReasoningChunk):
             thinking = self._slots.setdefault(chunk.block, _ThinkingSlot())
             if isinstance(thinking, _ThinkingSlot):
@@ -223,10 +236,10 @@ class ChunkAggregator:
         """The response as built so far (final once `end` is set)."""
         blocks: list[AssistantBlock] = []
         for _, slot in sorted(self._slots.items()):
-            if isinstance(slot, list):
-                text = "".join(slot)
+            if isinstance(slot, _TextSlot):
+                text = "".join(slot.text)
                 if text:  # an empty text block is no block (providers reject them)
-                    blocks.append(Text(text))
+                    blocks.append(Text(text, provider_id=slot.provider_id))
             elif isinstance(slot, _ThinkingSlot):
                 blocks.append(slot.block())
             else:

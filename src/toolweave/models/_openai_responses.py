@@ -32,8 +32,12 @@ class OpenAIResponsesModel(ProviderModel):
     content, and are passed back unchanged on the next request, unless they
     cannot be: without `store`, one that has no encrypted content is left out
     (its id names nothing OpenAI kept), and so is one whose following item was
-    a hosted tool's (web search …), which the transcript does not hold. The
-    SDK's own retries are off: wrap the model in a `RetryingModel`.
+    a hosted tool's (web search …), which the transcript does not hold.
+    Function calls and messages keep their item ids (`ToolCall.provider_id`,
+    `Text.provider_id`); the ones after a reasoning item go back with their
+    ids exactly when that reasoning item goes back, which is how the API
+    pairs them. The SDK's own retries are off: wrap the model in a
+    `RetryingModel`.
 
     Args:
         name: The model id, such as ``"gpt-5"`` or ``"o4-mini"``.

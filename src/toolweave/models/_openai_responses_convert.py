@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from .._exceptions import BadRequestError
 from ..messages import Image, Message, Text, Thinking, ToolCall, ToolResult
@@ -82,6 +82,10 @@ def responses_input(
     reasoning item without encrypted content is dropped too: OpenAI would look
     its id up in a store that never kept it and reject the request ("Item with
     id 'rs_…' not found. Items are not persisted when `store` is set to false").
+
+    Item ids pair with the reasoning they followed (see `_assistant`). Call
+    ids may be respelled on the wire (`unique_call_ids`); item ids are not
+    call ids and go back exactly as the provider gave them.
     """
     items: list[dict[str, Any]] = []
     for message in unique_call_ids(messages):
@@ -94,27 +98,104 @@ def responses_input(
     return items
 
 
+_ITEM_PREFIXES: Final = {"function_call": "fc_", "message": "msg_"}
+"""The prefix the API requires of each kind's item id ("Expected an ID that begins with 'fc'")."""
+
+
 def _assistant(message: Message, *, store: bool) -> list[dict[str, Any]]:
+    """One assistant turn as items, every reasoning item paired with what followed it.
+
+    The API ties a reasoning item to the items the model produced after it,
+    by item id, both ways: a reasoning item sent without the item that
+    followed it is rejected ("was provided without its required following
+    item"), and so is a ``function_call`` or message sent with its id but
+    without its reasoning item ("was provided without its required
+    'reasoning' item"). So:
+
+    - A reasoning item is sent only when it can be (`_sendable`) and the next
+      block of the turn that becomes an item is a message or a call (see
+      `_followed_reasoning`'s rule); a reasoning block that cannot be sent
+      leaves the items after it unpaired.
+    - Every message and call after a sent reasoning item, up to the next
+      reasoning block, carries its own item id: the first one is the item the
+      reasoning is paired with, and the later ones (parallel calls, text then
+      calls) name the same reasoning item, which is there. This is the rule
+      pydantic-ai and the OpenAI Agents SDK follow: send the turn's item ids
+      when its reasoning goes back.
+    - An item id is sent only with the prefix the API requires of its kind
+      (``fc_``, ``msg_``): a ``call_…`` id, another provider's id or a
+      gateway's made-up one is never sent as an item id, and a missing id
+      sends none. Anything else goes without an id: text as a plain
+      assistant message, a call with only its ``call_id``.
+    """
     items: list[dict[str, Any]] = []
+    waiting: dict[str, Any] | None = None  # a sendable reasoning item, not yet followed
+    paired = False  # the items from here on follow a reasoning item that is sent
     for block in message.blocks:
-        if isinstance(block, Text):
-            if block.text:
-                items.append({"role": "assistant", "content": block.text})
-        elif isinstance(block, Thinking):
-            if block.provider_id is not None and (
-                store or block.encrypted_content is not None
-            ):
-                items.append(_reasoning(block))
-        elif isinstance(block, ToolCall):
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": block.id,
-                    "name": block.name,
-                    "arguments": dump_arguments(block),
-                }
-            )
+        if isinstance(block, Thinking):
+            # A reasoning item still waiting was followed by another reasoning
+            # item (or one that cannot go back): nothing it produced is here.
+            waiting = _reasoning(block) if _sendable(block, store=store) else None
+            paired = False
+            continue
+        if not isinstance(block, Text | ToolCall):
+            continue
+        item = _output_item(block)
+        if item is None:
+            continue
+        if waiting is not None:
+            items.append(waiting)
+            waiting, paired = None, True
+        if paired:
+            item = _with_item_id(item, block)
+        items.append(item)
     return _followed_reasoning(items)
+
+
+def _sendable(block: Thinking, *, store: bool) -> bool:
+    """Can this reasoning block go back at all (an OpenAI item OpenAI can read)?"""
+    return block.provider_id is not None and (
+        store or block.encrypted_content is not None
+    )
+
+
+def _output_item(block: Text | ToolCall) -> dict[str, Any] | None:
+    """A text or call block as an item without its item id (None: not sent)."""
+    if isinstance(block, ToolCall):
+        return {
+            "type": "function_call",
+            "call_id": block.id,
+            "name": block.name,
+            "arguments": dump_arguments(block),
+        }
+    if not block.text:  # an empty text was no item (providers reject them)
+        return None
+    return {"role": "assistant", "content": block.text}
+
+
+def _with_item_id(item: dict[str, Any], block: Text | ToolCall) -> dict[str, Any]:
+    """`item` carrying the block's provider item id, if it has one the API accepts.
+
+    A message with an id takes the output-message form (``type: message``,
+    ``output_text`` parts): the short ``{"role", "content"}`` form has no id.
+    """
+    if isinstance(block, ToolCall):
+        if _valid_item_id(block.provider_id, "function_call"):
+            return {**item, "id": block.provider_id}
+        return item
+    if not _valid_item_id(block.provider_id, "message"):
+        return item
+    return {
+        "type": "message",
+        "role": "assistant",
+        "id": block.provider_id,
+        "status": "completed",
+        "content": [{"type": "output_text", "text": block.text, "annotations": []}],
+    }
+
+
+def _valid_item_id(item_id: str | None, kind: str) -> bool:
+    return item_id is not None and item_id.startswith(_ITEM_PREFIXES[kind])
 
 
 def _followed_reasoning(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -125,8 +206,9 @@ def _followed_reasoning(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     messages and function calls, so a reasoning item that led to a hosted
     tool's item (web search, file search, ...) arrives next to another
     reasoning item or last; such an item is dropped (the model loses that
-    reasoning, not the request). The provider never emits two reasoning items
-    in a row, so adjacency is exact.
+    reasoning, not the request). `_assistant` only places a reasoning item
+    right before the item that followed it, so this is a guard: a reasoning
+    item here is always followed.
     """
     kept: list[dict[str, Any]] = []
     for index, item in enumerate(items):

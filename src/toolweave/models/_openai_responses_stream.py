@@ -2,8 +2,14 @@
 
 A function call is emitted when its ``response.output_item.done`` arrives (its
 arguments there are authoritative); a reasoning item is closed with its id and
-encrypted content so it can be passed back. ``response.failed`` and ``error``
-events raise the neutral error their code names.
+encrypted content so it can be passed back. Function calls and messages keep
+their item ids too (`ToolCall.provider_id`, `Text.provider_id`): an item that
+followed a reasoning item goes back with its id, or the API rejects the
+reasoning item sent without it. A call's id is the one at
+``output_item.done``; a message's comes with each text delta (``item_id``),
+so no extra chunk is needed. An item the server sent without an id (some
+gateways) keeps None. ``response.failed`` and ``error`` events raise the
+neutral error their code names.
 
 An item is known by its ``output_index`` (its position in the response), not
 by its id: a proxy may give every event of one item a new id (GitHub Copilot's
@@ -46,6 +52,7 @@ _FINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete"})
 class _Call:
     call_id: str | None
     name: str
+    item_id: str | None
     parts: list[str] = field(default_factory=list)
 
 
@@ -67,7 +74,7 @@ class ResponsesStreamMapper:
         """Chunks for one SDK event; raises the neutral error of a failed response."""
         kind = event.type
         if kind == "response.output_text.delta":
-            return (TextChunk(event.delta, block=self._blocks.of(_key(event))),)
+            return (self._text(event),)
         if kind == "response.function_call_arguments.delta":
             call = self._pending.get(_key(event))
             if call is not None:
@@ -81,7 +88,7 @@ class ResponsesStreamMapper:
             return self._done(_key(event), event.item)
         elif kind == "response.refusal.delta":
             self._refused = True
-            return (TextChunk(event.delta, block=self._blocks.of(_key(event))),)
+            return (self._text(event),)
         else:
             self._lifecycle(kind, event)
         return _NOTHING
@@ -95,7 +102,11 @@ class ResponsesStreamMapper:
         out: list[StreamChunk] = []
         for key in list(self._pending):
             call = self._pending.pop(key)
-            out.extend(self._ready(key, call.call_id, call.name, "".join(call.parts)))
+            out.extend(
+                self._ready(
+                    key, call.call_id, call.name, "".join(call.parts), call.item_id
+                )
+            )
         stop, raw = self._stop_reason(self._final)
         out.append(
             StreamEnd(
@@ -118,6 +129,14 @@ class ResponsesStreamMapper:
         elif kind == "error":
             raise error_from_payload(event.code, event.message)
 
+    def _text(self, event: Any) -> TextChunk:
+        """A text (or refusal) delta, carrying the id of the message it is part of."""
+        return TextChunk(
+            event.delta,
+            block=self._blocks.of(_key(event)),
+            provider_id=_id_text(getattr(event, "item_id", None)),
+        )
+
     def _reasoning_delta(self, event: Any) -> ReasoningChunk:
         index = getattr(event, "summary_index", 0)
         key = _key(event)
@@ -130,12 +149,13 @@ class ResponsesStreamMapper:
 
     def _added(self, key: Hashable, item: Any) -> None:
         if item.type == "function_call":
-            self._pending[key] = _Call(item.call_id, item.name)
+            self._pending[key] = _Call(item.call_id, item.name, _item_id(item))
 
     def _done(self, key: Hashable, item: Any) -> list[StreamChunk]:
         if item.type == "function_call":
-            self._pending.pop(key, None)
-            return self._ready(key, item.call_id, item.name, item.arguments)
+            added = self._pending.pop(key, None)
+            item_id = _item_id(item) or (added.item_id if added else None)
+            return self._ready(key, item.call_id, item.name, item.arguments, item_id)
         if item.type == "reasoning":
             text = ""
             if key not in self._reasoning_seen and item.summary:
@@ -150,10 +170,15 @@ class ResponsesStreamMapper:
         return []
 
     def _ready(
-        self, key: Hashable, call_id: str | None, name: str, args: str
+        self,
+        key: Hashable,
+        call_id: str | None,
+        name: str,
+        args: str,
+        item_id: str | None,
     ) -> list[StreamChunk]:
         self._emitted_calls = True
-        calls = self._calls.build(call_id, name, args)
+        calls = self._calls.build(call_id, name, args, provider_id=item_id)
         numbers = [self._blocks.of(key)] + [self._blocks.fresh() for _ in calls[1:]]
         return [ToolUseReady(c, block=n) for c, n in zip(calls, numbers, strict=True)]
 
@@ -180,6 +205,16 @@ def _usage(usage: Any) -> Usage:
     return openai_usage(
         usage.input_tokens, usage.output_tokens, usage.input_tokens_details
     )
+
+
+def _item_id(item: Any) -> str | None:
+    """The item's own id (``fc_…``, ``msg_…``), or None when the server sent none."""
+    return _id_text(getattr(item, "id", None))
+
+
+def _id_text(value: object) -> str | None:
+    """`value` if it is a non-empty string (an id a server may leave out or null)."""
+    return value if isinstance(value, str) and value else None
 
 
 def _key(event: Any) -> Hashable:

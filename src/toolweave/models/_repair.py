@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, final
 
 from ..messages import ToolCall
@@ -104,8 +105,17 @@ class ToolCallBuilder:
         call_id: str | None,
         name: str | None,
         arguments: str | Mapping[str, Any] | None,
+        *,
+        provider_id: str | None = None,
     ) -> list[ToolCall]:
-        """The call(s) one completed tool-call block stands for (a wrapper gives several)."""
+        """The call(s) one completed tool-call block stands for (a wrapper gives several).
+
+        `provider_id` is the block's own item id where the provider has one
+        (Responses ``fc_…``); it is kept as given. A wrapper's unpacked calls
+        share one provider item, so only the first carries its id: item ids
+        must stay unique in a request, and the first is the item that followed
+        any reasoning before it.
+        """
         position = self._position
         self._position += 1
         unique_id = self._unique(call_id, position)
@@ -113,9 +123,19 @@ class ToolCallBuilder:
         if name == _WRAPPER_NAME and raw is None:
             unpacked = self._unpack(unique_id, tool_input)
             if unpacked:
+                if provider_id:
+                    unpacked[0] = replace(unpacked[0], provider_id=provider_id)
                 return unpacked
         name = clean_tool_name(name or "", self._offered)
-        return [ToolCall(unique_id, name, tool_input, raw_arguments=raw)]
+        return [
+            ToolCall(
+                unique_id,
+                name,
+                tool_input,
+                raw_arguments=raw,
+                provider_id=provider_id or None,
+            )
+        ]
 
     def _unique(self, call_id: str | None, position: int) -> str:
         if call_id:

@@ -56,7 +56,11 @@ def _chunks(response: ModelResponse, text_chunk_chars: int | None) -> list[Strea
         if isinstance(block, Text):
             size = text_chunk_chars or max(len(block.text), 1)
             out.extend(
-                TextChunk(block.text[i : i + size], block=index)
+                TextChunk(
+                    block.text[i : i + size],
+                    block=index,
+                    provider_id=block.provider_id,
+                )
                 for i in range(0, max(len(block.text), 1), size)
             )
         elif isinstance(block, Thinking):

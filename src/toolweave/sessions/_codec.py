@@ -1,8 +1,11 @@
 """JSON for transcripts and events: what the store writes and `toolweave run --json` prints.
 
 The encoding is plain JSON (no pickles), stable, and round-trips every block of
-`toolweave.messages`. Large tool-result contents may be moved out of the JSON
-into a `BlobSink` (the store keeps them as files) and are read back through it.
+`toolweave.messages`, provider item ids included (a resumed session sends the
+ids the provider gave; optional fields are written only when set, and rows
+written before a field existed read back with its default). Large tool-result
+contents may be moved out of the JSON into a `BlobSink` (the store keeps them
+as files) and are read back through it.
 """
 
 from __future__ import annotations
@@ -175,7 +178,10 @@ def block_to_json(
 ) -> Json:
     """One content block as a JSON object with a ``type`` tag."""
     if isinstance(block, Text):
-        return {"type": "text", "text": block.text}
+        text: Json = {"type": "text", "text": block.text}
+        if block.provider_id is not None:
+            text["provider_id"] = block.provider_id
+        return text
     if isinstance(block, Image):
         return {"type": "image", "data": block.data, "media_type": block.media_type}
     if isinstance(block, ToolCall):
@@ -185,6 +191,8 @@ def block_to_json(
             out["raw_arguments"] = block.raw_arguments
         if block.key:
             out["key"] = block.key
+        if block.provider_id is not None:
+            out["provider_id"] = block.provider_id
         return out
     if isinstance(block, ToolResult):
         return result_to_json(block, blobs=blobs)
@@ -209,7 +217,7 @@ def block_from_json(
     """
     kind = data.get("type")
     if kind == "text":
-        return Text(str(data["text"]))
+        return Text(str(data["text"]), provider_id=_optional_str(data, "provider_id"))
     if kind == "image":
         return Image(str(data["data"]), str(data.get("media_type", "image/png")))
     if kind == "tool_call":
@@ -219,6 +227,7 @@ def block_from_json(
             dict(data.get("input") or {}),
             raw_arguments=data.get("raw_arguments"),
             key=str(data.get("key", "")),
+            provider_id=_optional_str(data, "provider_id"),
         )
     if kind == "tool_result":
         return result_from_json(data, blobs=blobs)
@@ -231,6 +240,12 @@ def block_from_json(
             encrypted_content=data.get("encrypted_content"),
         )
     raise StoreError(f"unknown content block type {kind!r}")
+
+
+def _optional_str(data: Mapping[str, Any], name: str) -> str | None:
+    """The string field `name`, or None when absent (rows from before it existed)."""
+    value = data.get(name)
+    return None if value is None else str(value)
 
 
 def message_to_json(message: Message, *, blobs: BlobSink | None = None) -> Json:
