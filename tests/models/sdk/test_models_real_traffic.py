@@ -453,8 +453,46 @@ def valid_responses(
     assert body["store"] is store
     for index, item in enumerate(items):
         if item.get("type") == "reasoning":
-            assert items[index + 1].get("type") in ("function_call", None), item
-            assert items[index + 1].get("type") or items[index + 1]["role"]
+            following = items[index + 1]
+            assert following.get("type") in ("function_call", "message", None), item
+            assert following.get("type") or following["role"]
+    _valid_item_ids(items, response)
+
+
+_PREFIX = {"function_call": "fc_", "message": "msg_"}
+
+
+def _valid_item_ids(items: list[dict[str, Any]], response: ModelResponse) -> None:
+    """Item ids pair with reasoning: the item after a reasoning item carries its id.
+
+    Only ``fc_``/``msg_`` ids go (never a ``call_`` id), and only in an
+    assistant turn whose reasoning is sent.
+    """
+    reasoning_seen = False
+    for item in items:
+        kind = item.get("type")
+        written = kind in _PREFIX or item.get("role") == "assistant"
+        if kind == "reasoning":
+            reasoning_seen = True
+        elif not written:
+            reasoning_seen = False  # a user turn or a tool result: a new turn
+        elif "id" in item:
+            assert item["id"].startswith(_PREFIX[kind]), item
+            assert reasoning_seen, item
+    blocks = list(response.content)
+    for block, after in zip(blocks, [*blocks[1:], None], strict=True):
+        if not isinstance(block, Thinking) or not isinstance(after, Text | ToolCall):
+            continue
+        sent = [i for i, it in enumerate(items) if it.get("id") == block.provider_id]
+        if not sent:
+            continue
+        following = items[sent[0] + 1]
+        kind = "function_call" if isinstance(after, ToolCall) else "message"
+        item_id = after.provider_id
+        if item_id is not None and item_id.startswith(_PREFIX[kind]):
+            assert following.get("id") == item_id, following
+        else:
+            assert "id" not in following, following
 
 
 @pytest.mark.parametrize(
