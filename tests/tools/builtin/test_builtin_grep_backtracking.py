@@ -173,3 +173,40 @@ async def test_an_invalid_pattern_is_an_input_error(
 def test_pattern_too_slow_is_not_a_tool_input_error() -> None:
     """The model's pattern was valid: it gets a tool error, not a schema error."""
     assert not issubclass(PatternTooSlow, ToolInputError)
+
+
+@pytest.fixture
+def quick_glob_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolweave.tools.builtin import _walk
+
+    monkeypatch.setattr(_walk, "GLOB_MATCH_SECONDS", 0.2)
+
+
+async def test_a_glob_with_many_stars_is_answered_at_once(
+    root: Path, state: SessionState, quick_glob_limit: None
+) -> None:
+    """``*a*a…*b`` against a long name: minutes with Python's `re` (polynomial of
+    high degree); the `regex` engine answers it at once."""
+    from toolweave.tools.builtin import GlobTool
+
+    (root / ("a" * 60)).write_text("x")
+    (root / ("a" * 20 + "b")).write_text("x")
+    out = await run(GlobTool(root), {"pattern": "*a" * 16 + "*b"}, state)
+    assert out == "a" * 20 + "b"
+
+
+@pytest.mark.parametrize("engine", ["glob", "grep"])
+async def test_a_glob_that_backtracks_exponentially_ends_its_call_with_an_error(
+    root: Path, state: SessionState, quick_glob_limit: None, engine: str
+) -> None:
+    from toolweave.tools.builtin import GlobTool
+
+    (root / ("a" * 60)).write_text("needle\n")
+    pattern = "{a,aa}" * 40 + "b"
+    if engine == "glob":
+        call = run(GlobTool(root), {"pattern": pattern}, state)
+    else:
+        raw = {"pattern": "needle", "glob": pattern}
+        call = run(GrepTool(root, ripgrep=False), raw, state)
+    with pytest.raises(ToolError, match="alternatives or wildcards"):
+        await call

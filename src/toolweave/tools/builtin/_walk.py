@@ -7,10 +7,15 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..._exceptions import ToolInputError
+import regex
+
+from ..._exceptions import ToolError, ToolInputError
 from ._workspace import Workspace
 
-__all__ = ["SKIPPED_DIRS", "compile_glob", "walk_files"]
+__all__ = ["GLOB_MATCH_SECONDS", "SKIPPED_DIRS", "compile_glob", "walk_files"]
+
+GLOB_MATCH_SECONDS = 0.5
+"""Longest one path may take to match a glob pattern before the call gives up."""
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 """Version-control directories never walked (ripgrep is told the same)."""
@@ -61,6 +66,11 @@ def compile_glob(pattern: str) -> Callable[[str], bool]:
     ``--glob`` (and .gitignore), a pattern without ``/`` matches the file name at
     any depth: ``*.py`` finds ``src/pkg/a.py``.
 
+    Matching runs with the GIL released and at most `GLOB_MATCH_SECONDS` per
+    path: a model's pattern like ``{a,aa}{a,aa}…`` backtracks exponentially,
+    and must end its own call with an error, not freeze the event loop. The
+    matcher raises `ToolError` then.
+
     Raises:
         ToolInputError: the pattern is absolute or climbs with ``..``.
     """
@@ -69,10 +79,24 @@ def compile_glob(pattern: str) -> Callable[[str], bool]:
             f"glob pattern {pattern!r} must be relative and stay inside the searched "
             "directory (no leading '/' and no '..'); use the path argument instead"
         )
-    regex = re.compile(_translate(pattern.removeprefix("./")) + r"\Z")
-    if "/" in pattern:
-        return lambda rel: regex.match(rel) is not None
-    return lambda rel: regex.match(rel.rsplit("/", 1)[-1]) is not None
+    compiled = regex.compile(_translate(pattern.removeprefix("./")) + r"\Z")
+    whole = "/" in pattern
+
+    def matches(rel: str) -> bool:
+        subject = rel if whole else rel.rsplit("/", 1)[-1]
+        try:
+            return (
+                compiled.match(subject, concurrent=True, timeout=GLOB_MATCH_SECONDS)
+                is not None
+            )
+        except TimeoutError:
+            raise ToolError(
+                f"glob pattern {pattern!r} took over {GLOB_MATCH_SECONDS:g} s to match"
+                f" the path {rel!r} and was stopped: it has too many {{a,b}}"
+                " alternatives or wildcards in a row; simplify it"
+            ) from None
+
+    return matches
 
 
 def walk_files(
