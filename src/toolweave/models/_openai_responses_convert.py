@@ -113,9 +113,9 @@ def _assistant(message: Message, *, store: bool) -> list[dict[str, Any]]:
     'reasoning' item"). So:
 
     - A reasoning item is sent only when it can be (`_sendable`) and the next
-      block of the turn that becomes an item is a message or a call (see
-      `_followed_reasoning`'s rule); a reasoning block that cannot be sent
-      leaves the items after it unpaired.
+      block of the turn that becomes an item is a message or a call with an
+      item id the API accepts (see `_followed_reasoning`'s rule); a reasoning
+      block that cannot be sent leaves the items after it unpaired.
     - Every message and call after a sent reasoning item, up to the next
       reasoning block, carries its own item id: the first one is the item the
       reasoning is paired with, and the later ones (parallel calls, text then
@@ -144,8 +144,14 @@ def _assistant(message: Message, *, store: bool) -> list[dict[str, Any]]:
         if item is None:
             continue
         if waiting is not None:
-            items.append(waiting)
-            waiting, paired = None, True
+            # Paired by id or not at all: a reasoning item whose follower has no
+            # id the API accepts (a session stored before ids were kept, a
+            # gateway that omits them) would be refused with the whole request.
+            # It is left out: the model loses that reasoning, not the turn.
+            if _valid_item_id(block.provider_id, _kind(block)):
+                items.append(waiting)
+                paired = True
+            waiting = None
         if paired:
             item = _with_item_id(item, block)
         items.append(item)
@@ -171,6 +177,10 @@ def _output_item(block: Text | ToolCall) -> dict[str, Any] | None:
     if not block.text:  # an empty text was no item (providers reject them)
         return None
     return {"role": "assistant", "content": block.text}
+
+
+def _kind(block: Text | ToolCall) -> str:
+    return "function_call" if isinstance(block, ToolCall) else "message"
 
 
 def _with_item_id(item: dict[str, Any], block: Text | ToolCall) -> dict[str, Any]:

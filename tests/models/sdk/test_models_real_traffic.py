@@ -595,20 +595,29 @@ def _rs(n: int) -> Thinking:
     return Thinking(f"r{n}", provider_id=f"rs_{n}", encrypted_content=f"enc{n}")
 
 
-_CALL = ToolCall("call_1", "f", {})
+_CALL = ToolCall("call_1", "f", {}, provider_id="fc_1")
+_HI = Text("hi", provider_id="msg_1")
 
 
 @pytest.mark.parametrize(
     ("blocks", "sent"),
     [
-        ((_rs(1), Text("hi")), ["rs_1"]),
+        ((_rs(1), _HI), ["rs_1"]),
         ((_rs(1), _CALL), ["rs_1"]),
-        ((_rs(1), _rs(2), _rs(3), Text("hi")), ["rs_3"]),
+        ((_rs(1), _rs(2), _rs(3), _HI), ["rs_3"]),
         ((_rs(1), _CALL, _rs(2)), ["rs_1"]),  # cut after reasoning: nothing followed
         ((_rs(1), Text("")), []),  # an empty text is not sent, so nothing follows
         ((_rs(1),), []),
         ((Text("a"), _rs(1), _CALL, _rs(2), _CALL), ["rs_1", "rs_2"]),
-        ((Thinking("other provider"), _rs(1), Text("x")), ["rs_1"]),
+        ((Thinking("other provider"), _rs(1), _HI), ["rs_1"]),
+        # followers without an id the API accepts cannot be paired: left out
+        ((_rs(1), Text("hi")), []),
+        ((_rs(1), ToolCall("call_1", "f", {})), []),
+        ((_rs(1), ToolCall("call_1", "f", {}, provider_id="call_1")), []),
+        (
+            (_rs(1), ToolCall("call_1", "f", {}), _CALL),
+            [],
+        ),  # the first follower decides
     ],
 )
 def test_reasoning_goes_back_only_with_its_following_item(
@@ -915,9 +924,21 @@ def test_stateless_reasoning_goes_back_only_with_encrypted_content(
 ) -> None:
     """Stateless, an id alone names an item OpenAI never kept: the request would 404."""
     bare = Thinking("summary", provider_id="rs_1")  # asked without include=encrypted
-    blocks = (bare, Text("a"), _rs(2), Text("b"))
+    blocks = (
+        bare,
+        Text("a", provider_id="msg_a"),
+        _rs(2),
+        Text("b", provider_id="msg_b"),
+    )
     items = responses_input(
         [Message("user", "go"), Message("assistant", blocks)], store=store
     )
     assert [i["id"] for i in items if i.get("type") == "reasoning"] == sent
-    assert [i["content"] for i in items if i.get("role") == "assistant"] == ["a", "b"]
+    texts = [(i.get("id"), i["content"]) for i in items if i.get("role") == "assistant"]
+    # a message goes with its id only after a reasoning item that is sent
+    first = ("msg_a", [{"type": "output_text", "text": "a", "annotations": []}])
+    assert texts[0] == (first if store else (None, "a"))
+    assert texts[1] == (
+        "msg_b",
+        [{"type": "output_text", "text": "b", "annotations": []}],
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import pytest
@@ -182,7 +184,15 @@ async def test_openai_responses_wire(server: LoopbackServer) -> None:
     reasoning = Thinking("Two reads.", provider_id="rs_9", encrypted_content="enc-9")
     messages = list(CONVERSATION.messages)
     assistant = messages[1]
-    messages[1] = Message("assistant", (reasoning, *assistant.blocks[1:]))
+    text, first, second = assistant.blocks[1:]
+    assert isinstance(text, Text)
+    assert isinstance(first, ToolCall) and isinstance(second, ToolCall)
+    followers = (  # the item ids the response gave them: reasoning pairs by id
+        dataclasses.replace(text, provider_id="msg_9"),
+        dataclasses.replace(first, provider_id="fc_1"),
+        dataclasses.replace(second, provider_id="fc_2"),
+    )
+    messages[1] = Message("assistant", (reasoning, *followers))
     request = ModelRequest(
         messages,
         system="You are terse.",
@@ -217,18 +227,26 @@ async def test_openai_responses_wire(server: LoopbackServer) -> None:
             "summary": [{"type": "summary_text", "text": "Two reads."}],
             "encrypted_content": "enc-9",
         },
-        {"role": "assistant", "content": "Reading."},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_9",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Reading.", "annotations": []}],
+        },
         {
             "type": "function_call",
             "call_id": "call_1",
             "name": "read",
             "arguments": '{"path":"a.py"}',
+            "id": "fc_1",
         },
         {
             "type": "function_call",
             "call_id": "call_2",
             "name": "read",
             "arguments": "{bad",
+            "id": "fc_2",
         },
         {"type": "function_call_output", "call_id": "call_1", "output": "print('a')"},
         {
@@ -248,7 +266,10 @@ async def test_reasoning_from_another_provider_is_not_sent(
     request = ModelRequest(
         [
             Message("user", "hi"),
-            Message("assistant", (SIGNED, openai_reasoning, Text("ok"))),
+            Message(
+                "assistant",
+                (SIGNED, openai_reasoning, Text("ok", provider_id="msg_1")),
+            ),
             Message("user", "more"),
         ]
     )
@@ -259,7 +280,7 @@ async def test_reasoning_from_another_provider_is_not_sent(
     ]
     responses_body = await sent(OPENAI_RESPONSES, server, request)
     kinds = [item.get("type", item.get("role")) for item in responses_body["input"]]
-    assert kinds == ["user", "reasoning", "assistant", "user"]
+    assert kinds == ["user", "reasoning", "message", "user"]
     assert "sig-1" not in str(responses_body)
 
 
