@@ -85,9 +85,20 @@ def _blocks(
 
 def _json_text(value: object) -> str:
     try:
-        return pydantic_core.to_json(value).decode()
+        return pydantic_core.to_json(_plain(value)).decode()
     except (pydantic_core.PydanticSerializationError, TypeError, ValueError):
         return str(value)
+
+
+def _plain(value: object) -> object:
+    """`value` with each `Text` as ``{"text": ...}``: its provider item id is wire detail."""
+    if isinstance(value, Text):
+        return {"text": value.text}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def to_content(output: object) -> tuple[Content, bool]:
