@@ -55,3 +55,15 @@ async def test_dispatch_warms_each_known_call_first(fail: bool) -> None:
     assert seen == [{"text": "1"}, {"text": "2"}]
     assert [r.call_id for r in results] == ["a", "b", "c", "d"]
     assert results[0].text == "ran a" and results[3].text == "ran d"
+
+
+def test_needs_warming_says_whether_there_is_anything_to_await(tmp_path: Any) -> None:
+    """The Dispatcher awaits `warm` only for tools whose warm-up does something."""
+    from toolweave.tools.builtin import BashTool
+
+    assert not probe.needs_warming  # the default does nothing
+    assert not WrappedTool(probe).needs_warming  # delegates
+    assert _Warmed([], fail=False).needs_warming  # a subclass's own warm-up
+    bash = BashTool(tmp_path)
+    assert bash.needs_warming  # parses the command off the loop
+    assert WrappedTool(bash).needs_warming

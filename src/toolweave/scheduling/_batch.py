@@ -131,7 +131,8 @@ class Batch:
         self._wake: anyio.Event | None = None
         self._admission: anyio.CancelScope | None = None
         self._outstanding = 0
-        self._settled = anyio.Event()
+        self._settled: anyio.Event | None = None  # made only if someone waits
+        self._is_settled = False
         self._admission_over = False
         self._sibling_failure: str | None = None
         self.final = False
@@ -255,17 +256,19 @@ class Batch:
 
     async def admit_all(self) -> None:
         """Start ready calls, in call order among them, until all started or stopped."""
-        with anyio.CancelScope() as self._admission:
-            while self.stop is None:
-                self._plan_admissible()
-                if self._ready:
-                    await self._start_next()
-                    continue
-                if self.final and self._dispatched == len(self.calls):
-                    break
-                self._wake = wake = anyio.Event()
-                await wake.wait()
-        self._admission = None
+        # No cancel scope around the loop (one per batch was a measurable share
+        # of a small batch): a halt sets `stop` and pokes the wake event, and
+        # cancels the one wait that needs it, for slots (`_admission`).
+        while self.stop is None:
+            self._plan_admissible()
+            if self._ready:
+                await self._start_next()
+                continue
+            if self.final and self._dispatched == len(self.calls):
+                break
+            self._wake = wake = anyio.Event()
+            await wake.wait()
+        self._wake = None
         self._admission_over = True
         self._check_settled()
 
@@ -275,7 +278,12 @@ class Batch:
             return
         token = object()
         if not self._host.try_acquire(token, self._limiter):
-            await self._host.acquire(token, self._limiter)
+            with anyio.CancelScope() as self._admission:
+                await self._host.acquire(token, self._limiter)
+            cut = self._admission.cancelled_caught  # then no slot was taken
+            self._admission = None
+            if cut:
+                return
             # While we waited: a halt may have come, or a lower call become ready.
             if self.stop is not None or self._skip_ready():
                 self._host.release(token, self._limiter)
@@ -381,10 +389,16 @@ class Batch:
 
     def _check_settled(self) -> None:
         if self._admission_over and self._outstanding == 0:
-            self._settled.set()
+            self._is_settled = True
+            if self._settled is not None:
+                self._settled.set()
 
     async def wait_settled(self) -> None:
         """Wait until admission is over and every admitted call finished."""
+        if self._is_settled:
+            return
+        if self._settled is None:
+            self._settled = anyio.Event()
         await self._settled.wait()
 
     # -- stopping ------------------------------------------------------------------
@@ -419,13 +433,18 @@ class Batch:
         """Stop admitting; cancel waiting calls and the running ones `cancel_running` picks."""
         if self.stop is None:
             self.stop = why
-        if self._admission is not None:
-            self._admission.cancel()
+        self._stop_admission()
         for index, state in enumerate(self._state):
             if state is _State.ADMITTED or (
                 state is _State.RUNNING and cancel_running(self.plans[index])
             ):
                 self._cancel(index, why)
+
+    def _stop_admission(self) -> None:
+        """Wake the admitting task (it sees `stop`); cut its wait for slots if any."""
+        self._poke()
+        if self._admission is not None:
+            self._admission.cancel()
 
     def interrupt(self) -> None:
         """User interrupt: CANCEL calls stop, BLOCK calls run on, the rest never start."""
@@ -439,8 +458,7 @@ class Batch:
         """The dispatcher is closing: admit nothing more; what is admitted runs on."""
         if self.stop is None:
             self.stop = CLOSED
-        if self._admission is not None:
-            self._admission.cancel()
+        self._stop_admission()
 
     def force_close(self) -> None:
         """The drain timed out: cancel everything still running."""

@@ -74,7 +74,7 @@ async def warm(call: ToolCall, registry: ToolRegistry) -> None:
     bounded and fails closed anyway.
     """
     tool = registry.get(call.name)
-    if tool is None or call.raw_arguments is not None:
+    if tool is None or call.raw_arguments is not None or not tool.needs_warming:
         return
     try:
         await tool.warm_declarations(call.input)

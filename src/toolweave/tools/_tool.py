@@ -258,6 +258,15 @@ class Tool:
         """
 
     @property
+    def needs_warming(self) -> bool:
+        """True if `warm_declarations` does anything (a subclass overrides it).
+
+        Lets the scheduler skip the await for the many tools whose declarations
+        cost nothing to compute.
+        """
+        return type(self).warm_declarations is not Tool.warm_declarations
+
+    @property
     def needs_prepare(self) -> bool:
         """True if `prepare` must be awaited before the call takes a slot."""
         return False

@@ -68,6 +68,13 @@ class WrappedTool(Tool):
         await self.inner.warm_declarations(raw_input)
 
     @property
+    def needs_warming(self) -> bool:
+        """The inner tool's, unless a subclass warms up itself."""
+        if type(self).warm_declarations is not WrappedTool.warm_declarations:
+            return True
+        return self.inner.needs_warming
+
+    @property
     def needs_prepare(self) -> bool:
         """The inner tool's readiness."""
         return self.inner.needs_prepare
