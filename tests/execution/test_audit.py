@@ -326,3 +326,39 @@ async def test_off_sees_nothing(base: Path, tmp_path: Path) -> None:
 def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="audit must be one of"):
         ToolRunner(ToolRegistry([]), state=SessionState(), audit="loud")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["warn", "enforce"])
+async def test_a_call_cancelled_after_a_breach_still_reports_it(
+    base: Path, tmp_path: Path, mode: str
+) -> None:
+    """Breaches are reported once the call is over, also when it was cancelled."""
+    import anyio
+
+    wrote = anyio.Event()
+
+    @tool(concurrency=Concurrency.SAFE, access=Access(reads=(f"fs:{base}",)))
+    async def writer() -> str:
+        """Write a file it did not declare, then wait to be cancelled."""
+        try:
+            _write(base / "new", "w")
+        except PermissionError:
+            pass  # enforce: stopped, and still a breach to report
+        wrote.set()
+        await anyio.sleep_forever()
+        return "unreachable"
+
+    events = Events()
+    runner = ToolRunner(
+        ToolRegistry([writer]),
+        state=make_state(tmp_path),
+        audit=mode,  # type: ignore[arg-type]
+        on_event=events,
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner, call("c1", "writer"))
+        await wrote.wait()
+        tg.cancel_scope.cancel()
+    violations = events.of(DeclarationViolation)
+    assert [v.call_id for v in violations] == ["c1"]
+    assert violations[0].target.endswith("/new")

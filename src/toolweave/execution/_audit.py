@@ -126,7 +126,7 @@ class Auditor:
         (`ToolRunner` does: a wrapper coroutine per call is a measurable share
         of a trivial call): ``scope = auditor.scope(...)``, run the work in
         ``abandoning_threads(scope)`` (`execute` takes it as its zone), then
-        in a ``finally`` ``saw = scope.end()``, and if `saw`, `conclude`.
+        ``finish`` in a ``finally`` and, if it returned True, `settle`.
         """
         if self.mode == "off":
             return await work
@@ -135,8 +135,8 @@ class Auditor:
             with abandoning_threads(scope):
                 executed = await work
         finally:
-            saw = scope.end()
-        return self.conclude(scope, call, executed, on_event) if saw else executed
+            breached = self.finish(scope, call, on_event)
+        return self.settle(scope, executed) if breached else executed
 
     def scope(
         self,
@@ -153,17 +153,20 @@ class Auditor:
         return AuditScope(call.id, tool, args, self._enforce, abandons)
 
     @staticmethod
-    def conclude(
-        scope: AuditScope,
-        call: ToolCall,
-        executed: Executed,
-        on_event: EventSink | None,
-    ) -> Executed:
-        """Report the breaches of an ended scope; in enforce mode, fail the call if any."""
-        if not scope.breaches:
-            return executed
+    def finish(scope: AuditScope, call: ToolCall, on_event: EventSink | None) -> bool:
+        """End the call's scope and report its breaches; True if there were any.
+
+        Call it in a ``finally``: a cancelled call's breaches are reported too.
+        """
+        if not scope.end() or not scope.breaches:
+            return False
         if on_event is not None:
             _report(scope, call, on_event)
+        return True
+
+    @staticmethod
+    def settle(scope: AuditScope, executed: Executed) -> Executed:
+        """In enforce mode, the call fails with an error naming its breaches."""
         return _settle(scope, executed)
 
 

@@ -115,11 +115,6 @@ class AuditScope(AbandonRecord):
         return True
 
     @property
-    def saw_anything(self) -> bool:
-        """True once an operation of the call was checked (the common trivial call: never)."""
-        return self._findings is not None
-
-    @property
     def breaches(self) -> list[Breach]:
         """The operations outside the declaration, in the order they were seen."""
         findings = self._findings

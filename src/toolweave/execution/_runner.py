@@ -312,9 +312,9 @@ class ToolRunner:
             try:
                 executed = await execute(tool, args, ctx, timeout, zone=scope)
             finally:
-                saw = scope.end()
-            if saw:
-                executed = auditor.conclude(scope, call, executed, self._on_event)
+                breached = auditor.finish(scope, call, self._on_event)
+            if breached:
+                executed = auditor.settle(scope, executed)
         if executed.error is not None:
             return await self._failed(tool, call, args, executed, hooks)
         return await self._succeeded(tool, call, args, executed, hooks)
