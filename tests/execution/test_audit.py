@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -340,10 +341,8 @@ async def test_a_call_cancelled_after_a_breach_still_reports_it(
     @tool(concurrency=Concurrency.SAFE, access=Access(reads=(f"fs:{base}",)))
     async def writer() -> str:
         """Write a file it did not declare, then wait to be cancelled."""
-        try:
+        with contextlib.suppress(PermissionError):  # enforce: stopped, still a breach
             _write(base / "new", "w")
-        except PermissionError:
-            pass  # enforce: stopped, and still a breach to report
         wrote.set()
         await anyio.sleep_forever()
         return "unreachable"
