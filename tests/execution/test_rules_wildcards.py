@@ -1,4 +1,6 @@
-"""Command wildcards (``Bash(git * --force *)``) match in linear time, exactly as a regex would.
+"""Rule wildcards match in linear time, exactly as the regexes they replace.
+
+Commands (``Bash(git * --force *)``) and paths (``Edit(src/**/*.py)``) alike.
 
 The subject is a command the model wrote, so it is adversarial input: with a
 regex (``.*`` per star) a rule with a few stars backtracks polynomially on a
@@ -14,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolweave.execution._rules import wildcard_fullmatch
+from toolweave.execution._rules import glob_fullmatch, wildcard_fullmatch
 
 ALPHABET = "ab*\n "
 
@@ -58,3 +60,61 @@ def test_an_almost_matching_long_command_is_answered_at_once() -> None:
     subject = "a" * 200_000
     assert not wildcard_fullmatch("*a*a*a*a*a*b", subject)
     assert wildcard_fullmatch("*a*a*a*a*a*", subject)
+
+
+def _glob_by_regex(pattern: str, path: str) -> bool:
+    """The translation the path rules used before (a backtracking regex)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        else:
+            char = pattern[i]
+            out.append(
+                "[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char)
+            )
+            i += 1
+    return re.fullmatch("".join(out), path, re.DOTALL) is not None
+
+
+@settings(max_examples=4000, deadline=None)
+@given(
+    pattern=st.text(alphabet="ab/*?", max_size=9),
+    path=st.text(alphabet="ab/", max_size=12),
+)
+def test_path_globs_agree_with_the_regex_on_every_example(
+    pattern: str, path: str
+) -> None:
+    assert glob_fullmatch(pattern, path) == _glob_by_regex(pattern, path)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("/w/**/*.py", "/w/a.py", True),
+        ("/w/**/*.py", "/w/src/pkg/a.py", True),
+        ("/w/**/*.py", "/w/src/a.pyc", False),
+        ("/w/*.py", "/w/src/a.py", False),  # * stays within one directory
+        ("/w/**", "/w/src/a", True),
+        ("/w/src/**/", "/w/src/x/", True),
+        ("/w/?.env", "/w/a.env", True),
+        ("/w/?.env", "/w//.env", False),  # ? is no slash
+        ("/w/**/secret*", "/w/a/b/secret.txt", True),
+    ],
+)
+def test_path_glob_edges(pattern: str, path: str, expected: bool) -> None:
+    assert glob_fullmatch(pattern, path) is expected
+    assert _glob_by_regex(pattern, path) is expected
+
+
+@pytest.mark.timeout(20)
+def test_a_long_near_miss_path_is_answered_at_once() -> None:
+    """Hours for the regex at this length; linear here."""
+    path = "/w/" + "a" * 50_000
+    assert not glob_fullmatch("/w/**/*a*a*a*b", path)
+    assert glob_fullmatch("/w/**/*a*a*a*", path)

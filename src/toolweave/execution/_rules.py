@@ -24,24 +24,85 @@ _RULE = re.compile(r"\s*([^\s()]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
 _COMPOUND = (";", "&", "|", "`", "$(", ">", "<", "\n")
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """gitignore-style glob → regex: ``**`` spans directories, ``*``/``?`` do not."""
-    out: list[str] = []
+_LIT, _ONE, _STAR, _ANY, _DIRS = range(5)
+"""Path-glob tokens: a character, ``?``, ``*``, ``**``, ``**/``."""
+
+
+def _glob_tokens(pattern: str) -> tuple[tuple[int, str], ...]:
+    tokens: list[tuple[int, str]] = []
     i = 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
+            tokens.append((_DIRS, ""))
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            tokens.append((_ANY, ""))
             i += 2
         else:
             char = pattern[i]
-            out.append(
-                "[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char)
-            )
+            kind = _STAR if char == "*" else _ONE if char == "?" else _LIT
+            tokens.append((kind, char))
             i += 1
-    return re.compile("".join(out), re.DOTALL)
+    return tuple(tokens)
+
+
+_WILDCARDS = (_STAR, _ANY, _DIRS)
+
+
+def glob_fullmatch(pattern: str, path: str) -> bool:
+    """gitignore-style glob: ``**/`` any directories, ``**`` anything, ``*``/``?`` within one.
+
+    Runs the pattern as a set of positions over the path, one character at a
+    time: linear in the path (times the pattern's length). A backtracking regex
+    is polynomial in the number of stars, and the path comes from the model:
+    ``**/*a*a*b`` against a 4,000-character name took seconds, longer ones hours.
+    A position is ``2 * token``, or ``2 * token + 1`` inside a ``**/`` that has
+    matched characters (it may then end only with a ``/``).
+    """
+    tokens = _glob_tokens(pattern)
+    states = _closure(tokens, {0})
+    for char in path:
+        states = _closure(tokens, _step(tokens, states, char))
+        if not states:
+            return False
+    return 2 * len(tokens) in states
+
+
+def _closure(tokens: tuple[tuple[int, str], ...], states: set[int]) -> set[int]:
+    """`states` and every position reachable from them by matching nothing."""
+    stack = list(states)
+    while stack:
+        state = stack.pop()
+        index, inside = divmod(state, 2)
+        wildcard = not inside and index < len(tokens) and tokens[index][0] in _WILDCARDS
+        if wildcard and state + 2 not in states:
+            states.add(state + 2)
+            stack.append(state + 2)
+    return states
+
+
+def _step(tokens: tuple[tuple[int, str], ...], states: set[int], char: str) -> set[int]:
+    """The positions after matching `char` from each of `states`."""
+    after: set[int] = set()
+    for state in states:
+        index = state // 2
+        if index == len(tokens):
+            continue
+        kind, literal = tokens[index]
+        start, following = 2 * index, 2 * index + 2
+        if kind == _LIT:
+            if char == literal:
+                after.add(following)
+        elif kind == _ONE:
+            if char != "/":
+                after.add(following)
+        elif kind == _ANY or (kind == _STAR and char != "/"):
+            after.add(start)
+        elif kind == _DIRS:  # ``(?:.*/)?``: any characters, ending with a "/"
+            after.add(start + 1)
+            if char == "/":
+                after.add(following)
+    return after
 
 
 def _base_dir(workspace: Path | None) -> str:
@@ -223,8 +284,7 @@ class PermissionRule:
         if isinstance(subject, PurePath):
             path = _normalize_subject(subject, workspace)
             return any(
-                _glob_regex(glob).fullmatch(path) is not None
-                for glob in _path_globs(self.spec, workspace)
+                glob_fullmatch(glob, path) for glob in _path_globs(self.spec, workspace)
             )
         return _match_text(self.spec, subject, vouching=vouching)
 
