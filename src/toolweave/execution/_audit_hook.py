@@ -109,9 +109,10 @@ class AuditScope(AbandonRecord):
     def end(self) -> bool:
         """Mark the call over; True if any of its operations was checked (then see `breaches`)."""
         self.ended = True  # what it left running is stopped from now on
-        if self._findings is None:
+        findings = self._findings
+        if findings is None:
             return False
-        self.check_leftovers()
+        self._check_leftovers(findings)
         return True
 
     @property
@@ -151,16 +152,13 @@ class AuditScope(AbandonRecord):
                 errno.EACCES, f"Declaration audit: {breach.describe(self.tool.name)}"
             )
 
-    def check_leftovers(self) -> None:
+    def _check_leftovers(self, findings: _Findings) -> None:
         """Once the call is over: a scratch file it left beside its declared writes is a breach.
 
         Such a file was let through as the temp file of an atomic write; still
         there, it is a new file other calls can see. It can only be reported
         (it exists already); in enforce mode the call still fails.
         """
-        findings = self._findings
-        if findings is None:
-            return
         for path in sorted(findings.private):
             op = Operation("write", "open", path)
             if in_temp_dir(path) or not os.path.lexists(path):

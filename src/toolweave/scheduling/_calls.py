@@ -122,11 +122,6 @@ class CallScope:
     ) -> bool:
         return self._scope.__exit__(exc_type, exc, tb)
 
-    @property
-    def cut(self) -> bool:
-        """True once the owner cancelled the call (before any deadline fired)."""
-        return self._scope.cut
-
     def cancel(self) -> None:
         """Stop the call for its owner; a no-op once its deadline already cut it off."""
         self._scope.cancel()
