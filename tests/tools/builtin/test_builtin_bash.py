@@ -87,10 +87,15 @@ async def test_cancel_kills_the_group(root: Path, state: SessionState) -> None:
 async def test_huge_output_keeps_head_and_tail(root: Path, state: SessionState) -> None:
     tool = BashTool(root, max_output_bytes=1000)
     out = await run(tool, {"command": "echo FIRST; seq 1 200000; echo LAST"}, state)
-    assert out.startswith("FIRST\n1\n2\n")
-    assert out.rstrip().endswith("199999\n200000\nLAST")
-    assert "bytes of output omitted" in out
-    assert len(out) < 1200
+    notice, rest = out.split("\n", 1)
+    assert notice == (
+        "[output cut: the command printed 1,288,906 bytes; "
+        "the first 500 and the last 500 are kept]"
+    )
+    assert rest.startswith("FIRST\n1\n2\n")
+    assert rest.rstrip().endswith("199999\n200000\nLAST")
+    assert "[1287906 bytes of output omitted]" in rest
+    assert len(rest) < 1100
 
 
 def test_output_capture_counts_what_it_drops() -> None:
@@ -98,7 +103,10 @@ def test_output_capture_counts_what_it_drops() -> None:
     for chunk in (b"abc", b"defgh", b"ijklmnop", b"qrstuvwxyz"):
         capture.feed(chunk)
     assert capture.total == 26
-    assert capture.text() == "abcde\n\n... [16 bytes of output omitted] ...\n\nvwxyz"
+    assert capture.text() == (
+        "[output cut: the command printed 26 bytes; the first 5 and the last 5 "
+        "are kept]\nabcde\n\n... [16 bytes of output omitted] ...\n\nvwxyz"
+    )
     small = OutputCapture(10)
     small.feed(b"short")
     assert small.text() == "short"

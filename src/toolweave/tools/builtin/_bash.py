@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
 from .._access import Access, Concurrency, Interrupt
@@ -46,6 +46,10 @@ the session's results directory by the lifecycle and the model gets a preview
 and the file's path, so this cap only bounds memory, not what the model sees.
 """
 
+MAX_COMMAND_BYTES = 131_071
+"""The longest command (UTF-8 bytes): ``bash -c`` gets it as one argument, and
+Linux refuses an argument of 128 KiB or more (MAX_ARG_STRLEN, with its NUL)."""
+
 _EXIT_1_IS_AN_ANSWER = frozenset(
     {"grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["}
 )
@@ -69,6 +73,7 @@ class BashInput(BaseModel):
         None,
         gt=0,
         le=MAX_TIMEOUT,
+        allow_inf_nan=False,
         description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}).",
     )
     writes: bool = Field(
@@ -79,6 +84,14 @@ class BashInput(BaseModel):
             " run in parallel inside a read-only sandbox, where writes fail."
         ),
     )
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _seconds_not_a_flag(cls, value: object) -> object:
+        """``true`` would otherwise pass as 1 second: a model's slip, not a time."""
+        if isinstance(value, bool):
+            raise ValueError("timeout is a number of seconds, not true/false")
+        return value
 
 
 class BashTool(Tool):
@@ -143,8 +156,8 @@ class BashTool(Tool):
             description=(
                 "Run a bash command in the workspace root and return its output "
                 "(stdout and stderr together) and exit code. Each call is a new "
-                "shell; background processes are killed when it exits. Output is "
-                "Long output is saved to a file: you get a preview and its path "
+                "shell (stdin is empty); background processes are killed when it "
+                "exits. Long output is saved to a file: you get a preview and its path "
                 "(page through it with read). "
                 "Prefer read/grep/glob for reading files."
             ),
@@ -230,6 +243,13 @@ class BashTool(Tool):
         command = args["command"]
         if "\x00" in command:
             raise ToolInputError("the command contains a NUL byte")
+        size = len(command.encode())
+        if size > MAX_COMMAND_BYTES:
+            raise ToolInputError(
+                f"the command is {size:,} bytes; bash can be given at most "
+                f"{MAX_COMMAND_BYTES:,} (Linux's limit on one argument). Write the "
+                "script to a file and run that file instead."
+            )
         timeout = args["timeout"] or DEFAULT_TIMEOUT
         before = read_fingerprints(ctx.state)
         outcome, notes = await self._run_confined(command, args, ctx, timeout)
@@ -259,14 +279,17 @@ class BashTool(Tool):
             run = await anyio.to_thread.run_sync(read_only_form, command)
             env = _read_only_env(env)
         async with self.sandbox.confine(mode, self.workspace.root) as confined:
-            outcome = await run_shell(
-                run,
-                cwd=self.workspace.root,
-                env={**env, **confined.env},
-                time_limit=limit,
-                max_output_bytes=self.max_output_bytes,
-                spawn=confined.spawn,
-            )
+            try:
+                outcome = await run_shell(
+                    run,
+                    cwd=self.workspace.root,
+                    env={**env, **confined.env},
+                    time_limit=limit,
+                    max_output_bytes=self.max_output_bytes,
+                    spawn=confined.spawn,
+                )
+            except OSError as exc:  # the spawn: too big an environment, no bwrap
+                raise ToolError(f"bash could not be started: {exc}") from exc
         unconfined = confined.backend is None and mode is not SandboxMode.OFF
         notes = [
             unconfined_notice(ctx.state) if unconfined else None,

@@ -5,14 +5,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 import anyio.abc
+import anyio.to_thread
+
+from ._bash_popen import SPAWN_STDIO, spawn_popen
+from ._bash_reap import kill_leftovers
 
 __all__ = [
     "SPAWN_STDIO",
@@ -24,8 +27,13 @@ __all__ = [
 ]
 
 DRAIN_GRACE = 2.0
-"""Seconds to keep reading after the group was killed (a child that left the
-group with setsid can hold the pipe open; we stop waiting for it)."""
+"""Seconds to keep reading after the group and the leftovers were killed (a
+process we may not kill could hold the pipe open; we stop waiting for it)."""
+
+SETTLE = 0.05
+"""Seconds the output may take to reach end of file after the group kill before
+`kill_leftovers` looks for a process that left the group. Only a fast path:
+when it passes, the scan runs (about a millisecond), nothing is lost."""
 
 
 class OutputCapture:
@@ -56,13 +64,23 @@ class OutputCapture:
                 del self.tail[: len(self.tail) - keep]
 
     def text(self) -> str:
-        """The kept output as text (invalid UTF-8 replaced), with a cut marker."""
+        """The kept output as text (invalid UTF-8 replaced, NUL kept).
+
+        If anything was dropped, a first line says how much was printed and
+        kept, and a marker stands where the omitted bytes were.
+        """
         omitted = self.total - len(self.head) - len(self.tail)
         head = self.head.decode("utf-8", errors="replace")
         tail = self.tail.decode("utf-8", errors="replace")
         if omitted <= 0:
             return head + tail
-        return f"{head}\n\n... [{omitted} bytes of output omitted] ...\n\n{tail}"
+        # first, so that a preview of a long result shows it too
+        notice = (
+            f"[output cut: the command printed {self.total:,} bytes; the first "
+            f"{len(self.head):,} and the last {len(self.tail):,} are kept]\n"
+        )
+        marker = f"\n\n... [{omitted} bytes of output omitted] ...\n\n"
+        return f"{notice}{head}{marker}{tail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +109,11 @@ class ProcessLike(Protocol):
         ...
 
     @property
+    def output_inode(self) -> int | None:
+        """The inode of the stdout pipe, to find who else holds it; None if unknown."""
+        ...
+
+    @property
     def returncode(self) -> int | None:
         """The exit status once known."""
         ...
@@ -107,21 +130,6 @@ class ProcessLike(Protocol):
 Spawner = Callable[[Sequence[str], Path, Mapping[str, str]], Awaitable[ProcessLike]]
 """Starts ``argv`` in ``cwd`` with ``env``, in a new session, stdin /dev/null,
 stderr into stdout (a sandbox supplies its own)."""
-
-SPAWN_STDIO: Mapping[str, Any] = {
-    "stdin": subprocess.DEVNULL,
-    "stdout": subprocess.PIPE,
-    "stderr": subprocess.STDOUT,
-    "start_new_session": True,
-}
-"""What every `Spawner` passes to the process it starts, sandboxed or not:
-`run_shell` reads one merged stream and kills the command's whole session."""
-
-
-async def _plain_spawn(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str]
-) -> ProcessLike:
-    return await anyio.open_process(list(argv), cwd=cwd, env=dict(env), **SPAWN_STDIO)
 
 
 def _kill_group(pid: int) -> None:
@@ -146,16 +154,19 @@ async def run_shell(
 ) -> ShellOutcome:
     """Run `command` with bash in a new session (its own process group).
 
-    When the shell exits, or `time_limit` seconds pass, the whole group is killed
-    (SIGKILL), so no background child outlives the call; output they wrote
-    before that is kept. If the calling task is cancelled, the group is killed
-    too and the cancellation propagates. Output reading continues at most
-    `DRAIN_GRACE` seconds after the kill. `spawn` starts the shell (a
-    sandbox's spawner); None = a plain `anyio.open_process`.
+    When the shell exits, or `time_limit` seconds pass, the whole group is
+    killed (SIGKILL), and so is every process that left the group but stayed
+    in the session or kept the output pipe open (`kill_leftovers`), so no
+    background child outlives the call; output they wrote before that is
+    kept. If the calling task is cancelled, all of them are killed too and the
+    cancellation propagates. The call never waits on a leftover: reading stops
+    at most `DRAIN_GRACE` seconds after the kills. `spawn` starts the shell (a
+    sandbox's spawner); None = an unconfined `spawn_popen`.
     """
     capture = OutputCapture(max_output_bytes)
-    process = await (spawn or _plain_spawn)(["bash", "-c", command], cwd, env)
+    process = await (spawn or spawn_popen)(["bash", "-c", command], cwd, env)
     assert process.stdout is not None
+    reaped = False
     try:
         async with anyio.create_task_group() as tg:
             drained = anyio.Event()
@@ -169,15 +180,27 @@ async def run_shell(
             with anyio.move_on_after(time_limit) as deadline:
                 await process.wait()
             _kill_group(process.pid)
+            with anyio.move_on_after(SETTLE):
+                await drained.wait()
+            if not drained.is_set():  # something outside the group holds the pipe
+                await _reap(process)
+            reaped = True
             with anyio.move_on_after(DRAIN_GRACE):
                 await drained.wait()
             tg.cancel_scope.cancel()
     finally:
         _kill_group(process.pid)
         with anyio.CancelScope(shield=True):
+            if not reaped:  # cancelled or failed part-way: look for leftovers too
+                await _reap(process)
             await process.aclose()
     return ShellOutcome(
         output=capture.text(),
         returncode=process.returncode,
         timed_out=deadline.cancelled_caught,
     )
+
+
+async def _reap(process: ProcessLike) -> None:
+    """`kill_leftovers` of the shell's session and output pipe, off the loop."""
+    await anyio.to_thread.run_sync(kill_leftovers, process.pid, process.output_inode)

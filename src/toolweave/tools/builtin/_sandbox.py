@@ -51,7 +51,8 @@ from typing import Literal, final
 import anyio
 
 from .._sandbox_mode import SandboxMode
-from ._bash_process import SPAWN_STDIO, ProcessLike, Spawner
+from ._bash_popen import spawn_popen
+from ._bash_process import ProcessLike, Spawner
 from ._landlock import FS_READ, fs_all, fs_file_write, landlock_abi
 from ._sandbox_git import GitGuard, protected_git_paths
 from ._sandbox_spawn import spawn_landlocked
@@ -238,9 +239,7 @@ class Sandbox:
         async def bwrapped(
             argv: Sequence[str], cwd: Path, env: Mapping[str, str]
         ) -> ProcessLike:
-            return await anyio.open_process(
-                [*prefix, *argv], cwd=cwd, env=dict(env), **SPAWN_STDIO
-            )
+            return await spawn_popen([*prefix, *argv], cwd, env)
 
         return bwrapped
 

@@ -17,104 +17,24 @@ imported so the parent is as big as a real agent process):
   ``vfork`` path: about +1 ms per spawn (thread start, ruleset, hand-off).
 
 The thread exists only for the spawn and is never reused, so no other work
-ever runs restricted. `PopenProcess` then gives the `Popen` the small async
-surface `run_shell` needs: stdout is read non-blocking with
-`anyio.wait_readable`, and exit is awaited on a pidfd (Linux >= 5.3; Landlock
-needs 5.13), so both work on asyncio and trio and a wait can be cancelled.
+ever runs restricted. `PopenProcess` (`_bash_popen`, shared with the other
+spawners) then gives the `Popen` the small async surface `run_shell` needs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-import os
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
 
-import anyio
-import anyio.abc
+import anyio.to_thread
 
-from ._bash_process import SPAWN_STDIO
+from ._bash_popen import PopenProcess, popen
 from ._landlock import Ruleset, enforce_in_child
 
-__all__ = ["PopenProcess", "spawn_landlocked"]
-
-_READ_SIZE = 65_536
-
-
-class _FdReceiveStream(anyio.abc.ByteReceiveStream):
-    """A pipe's read end as an anyio byte stream (non-blocking reads)."""
-
-    def __init__(self, pipe: IO[bytes]) -> None:
-        self._pipe = pipe
-        self._fd = pipe.fileno()
-        os.set_blocking(self._fd, False)
-
-    async def receive(self, max_bytes: int = _READ_SIZE) -> bytes:
-        """The next chunk; raises `anyio.EndOfStream` at end of file."""
-        while True:
-            if self._pipe.closed:
-                raise anyio.ClosedResourceError
-            try:
-                data = os.read(self._fd, max_bytes)
-            except BlockingIOError:
-                await anyio.wait_readable(self._fd)
-                continue
-            if not data:
-                raise anyio.EndOfStream
-            return data
-
-    async def aclose(self) -> None:
-        """Close the read end."""
-        if not self._pipe.closed:
-            anyio.notify_closing(self._fd)
-            self._pipe.close()
-
-
-class PopenProcess:
-    """The async face of a `subprocess.Popen` with a piped stdout.
-
-    Offers what `run_shell` uses of `anyio.abc.Process`: `pid`, `stdout`,
-    `wait`, `returncode` and `aclose`.
-    """
-
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        assert popen.stdout is not None
-        self._popen = popen
-        self._pidfd = os.pidfd_open(popen.pid)
-        self.pid = popen.pid
-        """The child's process id (its process group id too, with a new session)."""
-        self.stdout = _FdReceiveStream(popen.stdout)
-        """The child's stdout (stderr is folded in by the caller's choice)."""
-
-    @property
-    def returncode(self) -> int | None:
-        """The exit status once reaped (negative: killed by that signal)."""
-        return self._popen.returncode
-
-    async def wait(self) -> int:
-        """Wait until the child exits (a cancellable checkpoint); its status."""
-        while True:
-            code = self._popen.poll()
-            if code is not None:
-                return code
-            await anyio.wait_readable(self._pidfd)
-
-    async def aclose(self) -> None:
-        """Kill the child if it still runs, reap it, close every descriptor."""
-        with anyio.CancelScope(shield=True):
-            if self._popen.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    self._popen.kill()
-                await self.wait()
-            await self.stdout.aclose()
-            if self._pidfd >= 0:
-                anyio.notify_closing(self._pidfd)
-                os.close(self._pidfd)
-                self._pidfd = -1
+__all__ = ["spawn_landlocked"]
 
 
 def _popen_restricted(
@@ -135,9 +55,7 @@ def _popen_restricted(
                 enforce_in_child(ruleset.fd)  # this thread only, for good
             finally:
                 ruleset.close()
-            started.append(
-                subprocess.Popen(list(argv), cwd=cwd, env=dict(env), **SPAWN_STDIO)
-            )
+            started.append(popen(argv, cwd, env))
         except BaseException as exc:  # handed to the caller's thread
             failed.append(exc)
 

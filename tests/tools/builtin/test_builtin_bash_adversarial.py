@@ -1,0 +1,288 @@
+"""The model writes every command: commands built to hang, flood, escape or crash the tool.
+
+Each row states the behaviour the tool promises: the call returns (at the
+shell's exit or its timeout, never later), nothing it started outlives it,
+memory stays bounded and a cut is said, bad input is a clear error. Rows
+that leave processes behind print ``PID <n>`` for each; the test then waits
+for every such pid to be gone (a pidfd, no polling) and kills what is left
+by pid if the tool failed to. Every test has a hard timeout, so a regression
+fails instead of hanging. Every adversarial command is bounded (no real
+fork bomb, no multi-GB memory): the machine is shared.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+from builtin_support import run
+
+import toolweave as tw
+from toolweave._exceptions import ToolError, ToolInputError, ToolTimeoutError
+from toolweave.execution import PermissionMode
+from toolweave.models import ScriptedModel
+from toolweave.tools import SessionState
+from toolweave.tools.builtin import BashTool, coding_tools
+from toolweave.tools.builtin._bash import MAX_COMMAND_BYTES
+from toolweave.tools.builtin._bash_popen import _FdReceiveStream
+from toolweave.tools.builtin._bash_reap import kill_leftovers
+from toolweave.tools.builtin._sandbox import Backend, backend_available
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+KEEP = 10_000
+"""`max_output_bytes` of the tool under test: small, so flood rows stay cheap."""
+
+_WAIT_SID = 'until [ "$(cut -d" " -f6 /proc/$p/stat 2>/dev/null)" = "$p" ]; do :; done'
+"""Spin until process $p leads its own session: the row then really escaped."""
+
+
+@dataclass(frozen=True)
+class Row:
+    command: str
+    outcome: type[Exception] | None
+    """None: a normal result; else the error the call raises."""
+    expect: str = ""
+    """A regular expression the result text must match (search)."""
+    timeout: float | None = None
+
+
+ROWS: dict[str, Row] = {
+    # background children: the call returns when the shell exits, all are killed
+    "background child": Row("sleep 1000 & echo PID $!", None, r"PID \d+"),
+    "disowned child": Row("sleep 1000 & echo PID $!; disown", None, r"PID \d+"),
+    "nohup child": Row("nohup sleep 1000 & echo PID $!", None, r"PID \d+"),
+    "subshell child": Row("(sleep 1000 >/dev/null & echo PID $!)", None, r"PID \d+"),
+    "own group (set -m)": Row("set -m; sleep 1000 & echo PID $!", None, r"PID \d+"),
+    "own session (setsid), pipe kept": Row(
+        f"setsid sleep 1000 & p=$!; {_WAIT_SID}; echo PID $p", None, r"PID \d+"
+    ),
+    "200 background sleeps": Row(
+        "for i in $(seq 200); do sleep 1000 & echo PID $!; done", None, r"PID \d+"
+    ),
+    # timeouts: whatever the command does with signals, it ends at its timeout
+    "child ignoring SIGTERM": Row(
+        "(trap '' TERM; sleep 1000) & echo PID $!; wait",
+        ToolTimeoutError,
+        r"timed out after 1s",
+        timeout=1,
+    ),
+    "setsid child ignoring SIGTERM, at timeout": Row(
+        f"setsid bash -c \"trap '' TERM; sleep 1000\" & p=$!; {_WAIT_SID}; "
+        "echo PID $p; wait",
+        ToolTimeoutError,
+        r"PID \d+",
+        timeout=1,
+    ),
+    "exec replaces the shell": Row(
+        "exec sleep 1000", ToolTimeoutError, r"timed out", timeout=1
+    ),
+    # floods: bounded memory, the cut is said on the first line
+    "yes": Row("yes", ToolTimeoutError, r"\[output cut: the command printed", 1),
+    "cat /dev/zero": Row(
+        "cat /dev/zero", ToolTimeoutError, r"\[output cut: .*\n\x00\x00", 1
+    ),
+    "head -c 2G /dev/urandom": Row(
+        "head -c 2G /dev/urandom", ToolTimeoutError, r"\[output cut: ", 1
+    ),
+    "NUL and invalid UTF-8 in output": Row(
+        r"printf 'a\0b\377c\n'", None, "^a\x00b\ufffdc\n$"
+    ),
+    # the shell's own fate
+    # bwrap reports its child's death by signal 9 as exit status 137
+    "kill -9 $$": Row(
+        "kill -9 $$", ToolError, r"^\[(killed by signal 9|exit code 137)\]$"
+    ),
+    "stdin is empty": Row('cat; read x; echo "[$x] $?"', None, r"^\[\] 1\n$"),
+    "no terminal": Row("echo hi > /dev/tty", ToolError, r"/dev/tty: .*exit code 1"),
+}
+
+MODES = {
+    "off": ("off", None),
+    "workspace-write/bwrap": ("workspace-write", "bwrap"),
+    "read-only/landlock": ("read-only", "landlock"),
+}
+
+
+@pytest.fixture(params=list(MODES))
+def tool(request: pytest.FixtureRequest, root: Path) -> BashTool:
+    """The bash tool under one sandbox mode and backend (skipped if unavailable)."""
+    mode, backend = MODES[request.param]
+    forced: Backend | None = backend  # type: ignore[assignment]
+    if forced is not None and not backend_available(forced):
+        pytest.skip(f"{forced} is not available here")
+    return BashTool(root, max_output_bytes=KEEP, sandbox=mode, sandbox_backend=forced)
+
+
+async def _gone(pids: list[int]) -> list[int]:
+    """Wait (bounded) for each pid to exit; the ones still alive, killed now."""
+    alive = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            with anyio.move_on_after(5):
+                await anyio.wait_readable(fd)
+                continue
+            alive.append(pid)
+            signal.pidfd_send_signal(fd, signal.SIGKILL)  # the test's own cleanup
+        finally:
+            os.close(fd)
+    return alive
+
+
+@pytest.mark.parametrize("name", ROWS)
+async def test_adversarial_command(
+    name: str, tool: BashTool, state: SessionState
+) -> None:
+    row = ROWS[name]
+    raw: dict[str, object] = {"command": row.command, "writes": True}
+    if row.timeout is not None:
+        raw["timeout"] = row.timeout
+    text: str
+    if row.outcome is None:
+        text = await run(tool, raw, state)
+    else:
+        with pytest.raises(row.outcome) as raised:
+            await run(tool, raw, state)
+        text = str(raised.value)
+    pids = [int(p) for p in re.findall(r"PID (\d+)", text)]
+    assert not await _gone(pids), f"{name}: processes outlived the call"
+    assert re.search(row.expect, text, re.DOTALL), text[:500]
+    assert len(text) < KEEP + 2_000  # bounded whatever the command printed
+    if "output cut" in row.expect:
+        assert text.split("\n", 2)[1].startswith("[output cut: ")
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        ({"command": "ls", "timeout": float("nan")}, "finite number"),
+        ({"command": "ls", "timeout": float("inf")}, "finite number"),
+        ({"command": "ls", "timeout": -1}, "greater than 0"),
+        ({"command": "ls", "timeout": 0}, "greater than 0"),
+        ({"command": "ls", "timeout": 1e9}, "less than or equal to 600"),
+        ({"command": "ls", "timeout": True}, "not true/false"),
+        ({"command": "ls", "timeout": "soon"}, "valid number"),
+        ({"command": "ls \udcff"}, "valid string"),
+        ({"command": ""}, "at least 1 character"),
+    ],
+)
+def test_bad_arguments_are_input_errors(
+    raw: dict[str, object], error: str, root: Path
+) -> None:
+    with pytest.raises(ToolInputError, match=error):
+        BashTool(root).parse(raw)
+
+
+@pytest.mark.parametrize("size", [MAX_COMMAND_BYTES + 1, 1_000_000])
+async def test_a_command_too_long_for_exec_is_a_clear_input_error(
+    size: int, tool: BashTool, state: SessionState
+) -> None:
+    command = "echo " + "a" * (size - 5)
+    with pytest.raises(ToolInputError, match="Write the script to a file"):
+        await run(tool, {"command": command, "writes": True}, state)
+
+
+async def test_the_longest_command_runs(tool: BashTool, state: SessionState) -> None:
+    command = ": " + "a" * (MAX_COMMAND_BYTES - 11) + "; echo ok"
+    assert len(command.encode()) == MAX_COMMAND_BYTES
+    assert await run(tool, {"command": command, "writes": True}, state) == "ok\n"
+
+
+async def test_a_pipe_read_is_a_checkpoint_even_with_data_waiting() -> None:
+    """A flood must not hold the event loop: a cancelled read raises, data or not."""
+    read_end, write_end = os.pipe()
+    stream = _FdReceiveStream(os.fdopen(read_end, "rb"))
+    try:
+        os.write(write_end, b"data")
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await stream.receive()
+        assert scope.cancelled_caught
+        assert await stream.receive() == b"data"  # nothing was lost
+    finally:
+        os.close(write_end)
+        await stream.aclose()
+
+
+def test_kill_leftovers_leaves_unrelated_processes_alone(tmp_path: Path) -> None:
+    """A process in another session, not holding the pipe, is never signalled."""
+    bystander = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+    target = subprocess.Popen(
+        ["bash", "-c", "sleep 1000 & wait"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        killed = kill_leftovers(target.pid, None)
+        assert target.pid in killed
+        assert bystander.pid not in killed
+        assert target.wait(10) == -signal.SIGKILL
+        assert bystander.poll() is None
+    finally:
+        for p in (bystander, target):
+            p.kill()
+            p.wait()
+
+
+async def test_through_the_agent_each_case_is_a_result_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """One turn per case, through `tw.Agent`: every call ends, the run completes."""
+    cases = [
+        ({"command": "yes", "timeout": 1}, True, r"\[output cut: "),
+        ({"command": "setsid sleep 1000 & echo PID $!; wait", "timeout": 1}, True, ""),
+        ({"command": "kill -9 $$"}, True, r"killed by signal 9|exit code 137"),
+        ({"command": "echo " + "a" * 200_000}, True, "Write the script to a file"),
+        ({"command": "ls", "timeout": float("nan")}, True, "finite number"),
+        ({"command": "printf 'ok\\0'"}, False, "^ok\x00$"),
+    ]
+    calls = [tw.ToolCall(f"c{i}", "bash", raw) for i, (raw, _, _) in enumerate(cases)]
+    turns = [tw.ModelResponse([c], stop_reason=tw.StopReason.TOOL_USE) for c in calls]
+    model = ScriptedModel([*turns, tw.ModelResponse([tw.Text("done")])])
+    config = tw.AgentConfig(
+        workspace=tmp_path,
+        permission_mode=PermissionMode.BYPASS,
+        max_iterations=len(calls) + 1,
+        stall_limit=len(calls) + 1,
+        repeat_failure_limit=None,
+    )
+    agent = tw.Agent(model, coding_tools(tmp_path), config=config)
+    result = await agent.run("go")
+    assert result.completion_reason is tw.CompletionReason.COMPLETED
+    results = [
+        block
+        for message in result.messages
+        if not isinstance(message.content, str)
+        for block in message.content
+        if isinstance(block, tw.ToolResult)
+    ]
+    assert [r.call_id for r in results] == [c.id for c in calls]
+    for (raw, is_error, expect), r in zip(cases, results, strict=True):
+        assert r.is_error is is_error, (raw, r.text[:300])
+        assert re.search(expect, r.text), (raw, r.text[:300])
+        pids = [int(p) for p in re.findall(r"PID (\d+)", r.text)]
+        assert not await _gone(pids)
+
+
+async def test_a_cancelled_call_kills_a_setsid_child_holding_the_pipe(
+    root: Path, state: SessionState
+) -> None:
+    """Cancel while a child that left the session still holds the output pipe."""
+    fifo = root / "pid.fifo"
+    os.mkfifo(fifo)
+    command = f"setsid sleep 1000 & p=$!; {_WAIT_SID}; echo $p > pid.fifo; wait"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, BashTool(root, sandbox="off"), {"command": command}, state)
+        child = int(await anyio.to_thread.run_sync(fifo.read_text))
+        tg.cancel_scope.cancel()
+    assert not await _gone([child])
