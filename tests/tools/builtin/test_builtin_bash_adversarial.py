@@ -26,8 +26,9 @@ from builtin_support import run
 import toolweave as tw
 from toolweave._exceptions import ToolError, ToolInputError, ToolTimeoutError
 from toolweave.execution import PermissionMode
+from toolweave.messages import ToolCall
 from toolweave.models import ScriptedModel
-from toolweave.tools import SessionState
+from toolweave.tools import Concurrency, SessionState, ToolContext
 from toolweave.tools.builtin import BashTool, coding_tools
 from toolweave.tools.builtin._bash import MAX_COMMAND_BYTES
 from toolweave.tools.builtin._bash_popen import _FdReceiveStream
@@ -82,6 +83,17 @@ ROWS: dict[str, Row] = {
     ),
     "exec replaces the shell": Row(
         "exec sleep 1000", ToolTimeoutError, r"timed out", timeout=1
+    ),
+    "shell stops itself": Row(
+        "echo a; kill -STOP $$", ToolTimeoutError, r"timed out.*\na", timeout=1
+    ),
+    "stopped setsid child holding the pipe": Row(
+        f'setsid bash -c "kill -STOP \\$\\$" & p=$!; {_WAIT_SID}; echo PID $p',
+        None,
+        r"PID \d+",
+    ),
+    "stdout and stderr closed": Row(
+        "exec 1>&- 2>&-; sleep 1000", ToolTimeoutError, r"timed out", timeout=1
     ),
     # floods: bounded memory, the cut is said on the first line
     "yes": Row("yes", ToolTimeoutError, r"\[output cut: the command printed", 1),
@@ -160,6 +172,47 @@ async def test_adversarial_command(
     assert len(text) < KEEP + 2_000  # bounded whatever the command printed
     if "output cut" in row.expect:
         assert text.split("\n", 2)[1].startswith("[output cut: ")
+
+
+DEPTH = 10_000
+
+FAIL_CLOSED = {
+    "unclosed (((( x10000": "((((" * DEPTH,
+    "unclosed $( x5000": "$(" * (DEPTH // 2),
+    "closed $( x5000": "echo " + "$(" * 5_000 + "ls" + ")" * 5_000,
+    "deep arithmetic": "((" + "(" * DEPTH + "1" + ")" * DEPTH + "))",
+    "unterminated double quote": 'echo "abc',
+    "unterminated single quote": "echo 'abc",
+    "heredoc running a substitution": "cat <<EOF\n$(rm -rf x)\nEOF",
+    "unterminated heredoc": "cat <<EOF\n$(rm -rf x)",
+    "BASH_ENV": "BASH_ENV=./x bash -c ls",
+    "ENV": "ENV=./x sh -c ls",
+    "PROMPT_COMMAND": "PROMPT_COMMAND='rm x' ls",
+    "LD_PRELOAD": "LD_PRELOAD=./x.so cat f",
+    "export LD_PRELOAD": "export LD_PRELOAD=./x.so; cat f",
+    "exec": "exec cat f",
+    "setsid": "setsid cat f",
+    "set -m": "set -m; cat f & wait",
+    "kill": "kill -9 $$",
+    "/dev/tty": "cat f > /dev/tty",
+    "read": "read x",
+    "1 MB command": "cat " + "f " * 500_000,
+}
+"""Inputs the classifier cannot prove read-only: each must be SEQUENTIAL and
+an *ask*, never an automatic allow, and the check must end (the test timeout)."""
+
+
+@pytest.mark.parametrize("name", FAIL_CLOSED)
+async def test_the_classifier_fails_closed(
+    name: str, root: Path, state: SessionState
+) -> None:
+    tool = BashTool(root)
+    raw = {"command": FAIL_CLOSED[name]}
+    args = tool.parse(raw)
+    await tool.warm_declarations(raw)
+    assert tool.concurrency_for(args) is Concurrency.SEQUENTIAL
+    ctx = ToolContext(ToolCall("c", "bash", raw), state=state)
+    assert (await tool.check_permissions(args, ctx)).behavior == "ask"
 
 
 @pytest.mark.parametrize(
