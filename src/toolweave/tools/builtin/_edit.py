@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from functools import partial
 from pathlib import Path, PurePath
 from typing import Any
@@ -15,13 +16,29 @@ from .._context import SessionState, ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import PermissionCheck, Tool
 from ._readstate import record_write, require_fresh_read
-from ._textfile import SNIFF_BYTES, atomic_write, is_binary, number_lines
+from ._textfile import (
+    SNIFF_BYTES,
+    atomic_write,
+    cut_line,
+    describe_os_error,
+    is_binary,
+    number_lines,
+    open_regular,
+    unicode_bom,
+)
 from ._workspace import Workspace
 
-__all__ = ["EditTool", "WriteTool"]
+__all__ = ["MAX_EDIT_BYTES", "EditTool", "WriteTool"]
 
 SNIPPET_CONTEXT = 3
 """Lines shown around the first replacement in an edit's result."""
+
+SNIPPET_MAX_LINES = 40
+"""Lines an edit's snippet shows at most (a huge new_string is not echoed whole)."""
+
+MAX_EDIT_BYTES = 16 * 1024 * 1024
+"""Larger files are refused by edit: it holds the file in memory (several copies
+while replacing), so memory stays bounded whatever file the model points it at."""
 
 
 class EditInput(BaseModel):
@@ -122,6 +139,7 @@ class EditTool(_FileChangeTool):
         path = self.workspace.resolve(args["path"])
         rel = self.workspace.relative(path)
         text = _read_for_change(path, rel, state)
+        old, new = _match_line_endings(text, old, new)
         count = text.count(old)
         if count == 0:
             raise ToolError(
@@ -139,7 +157,7 @@ class EditTool(_FileChangeTool):
         updated = (
             text.replace(old, new) if args["replace_all"] else text.replace(old, new, 1)
         )
-        atomic_write(path, updated.encode("utf-8"))
+        _write(path, rel, updated.encode("utf-8"))
         record_write(state, path)
         done = count if args["replace_all"] else 1
         plural = "s" if done > 1 else ""
@@ -187,29 +205,80 @@ class WriteTool(_FileChangeTool):
         rel = self.workspace.relative(path)
         if path.is_dir():
             raise ToolInputError(f"{rel} is a directory")
-        existed = path.exists()
+        existed = os.path.lexists(path)
         if existed:
-            require_fresh_read(state, path, path.stat(), rel)
+            st = path.stat()
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError(
+                    f"{rel} exists and is not a regular file (a pipe, socket or "
+                    "device); write only creates or replaces regular files"
+                )
+            require_fresh_read(state, path, st, rel)
         elif not path.parent.is_dir():
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_parents(path, rel, self.workspace)
         data = args["content"].encode("utf-8")
-        atomic_write(path, data)
+        _write(path, rel, data)
         record_write(state, path)
         verb = "Overwrote" if existed else "Created"
         return f"{verb} {rel} ({len(data)} bytes)."
 
 
+def _make_parents(path: Path, rel: str, workspace: Workspace) -> None:
+    """Create the missing directories above `path`, or say which file is in the way."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = path.parent
+        while not os.path.lexists(blocker):
+            blocker = blocker.parent
+        raise ToolError(
+            f"cannot create {rel}: {workspace.relative(blocker)} is a file, not a "
+            "directory"
+        ) from None
+    except OSError as exc:
+        raise ToolError(
+            f"cannot create the directories for {rel}: {describe_os_error(exc)}"
+        ) from None
+
+
+def _write(path: Path, rel: str, data: bytes) -> None:
+    """`atomic_write`, with an OS refusal turned into a clear error result."""
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        raise ToolError(f"cannot write {rel}: {describe_os_error(exc)}") from None
+
+
 def _read_for_change(path: Path, rel: str, state: SessionState) -> str:
+    """The text of a file the session may change; nothing is read before it may.
+
+    The read guard and the size limit are checked on the open descriptor
+    before the content is read, so a 200 MB file costs one ``fstat``, and the
+    read itself is bounded (a file that grows meanwhile is still refused).
+    `open_regular` refuses pipes and devices without blocking.
+    """
     if path.is_dir():
         raise ToolInputError(f"{rel} is a directory")
-    if not path.exists():
+    if not os.path.lexists(path):
         raise ToolError(f"File not found: {rel}. Use write to create a new file.")
-    if not path.is_file():
-        raise ToolError(f"{rel} is not a regular file (a pipe, socket or device)")
-    with path.open("rb") as stream:
-        st = os.fstat(stream.fileno())
-        data = stream.read()
-    require_fresh_read(state, path, st, rel)
+    too_big = ToolError(
+        f"{rel} is over the {MAX_EDIT_BYTES:,}-byte limit of edit (it holds the "
+        "file in memory); change it with bash (e.g. sed) instead"
+    )
+    try:
+        with open_regular(path, rel) as stream:
+            st = os.fstat(stream.fileno())
+            require_fresh_read(state, path, st, rel)
+            if st.st_size > MAX_EDIT_BYTES:
+                raise too_big
+            data = stream.read(MAX_EDIT_BYTES + 1)
+    except OSError as exc:
+        raise ToolError(f"cannot read {rel}: {describe_os_error(exc)}") from None
+    if len(data) > MAX_EDIT_BYTES:
+        raise too_big
+    encoding = unicode_bom(data)
+    if encoding is not None:
+        raise ToolError(f"{rel} is {encoding} text; edit only changes UTF-8 text files")
     if is_binary(data[:SNIFF_BYTES]):
         raise ToolError(f"{rel} is a binary file; edit only changes text files")
     try:
@@ -218,10 +287,28 @@ def _read_for_change(path: Path, rel: str, state: SessionState) -> str:
         raise ToolError(f"{rel} is not valid UTF-8 text ({exc.reason})") from exc
 
 
+def _match_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
+    """`old` and `new` with CRLF line ends if that is how `old` occurs in `text`.
+
+    read shows lines without their carriage returns, so a multi-line old_string
+    the model copied from a CRLF file holds plain line feeds and would never match. When it
+    does not match as given but does with CRLF ends, both strings are used with
+    CRLF ends, so the file keeps its line endings. Otherwise they are unchanged.
+    """
+    if "\n" not in old or "\r\n" not in text or old in text:
+        return old, new
+    crlf_old = old.replace("\r\n", "\n").replace("\n", "\r\n")
+    if crlf_old not in text:
+        return old, new
+    return crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
 def _snippet(text: str, start: int, inserted: str) -> str:
+    """Numbered lines around the replacement at `start`: bounded in lines and width."""
     first_line = text.count("\n", 0, start)
     last_line = first_line + inserted.count("\n")
     lines = text.split("\n")
     lo = max(0, first_line - SNIPPET_CONTEXT)
-    hi = min(len(lines), last_line + SNIPPET_CONTEXT + 1)
-    return number_lines(lines[lo:hi], lo + 1)
+    hi = min(len(lines), last_line + SNIPPET_CONTEXT + 1, lo + SNIPPET_MAX_LINES)
+    shown = [cut_line(line.removesuffix("\r")) for line in lines[lo:hi]]
+    return number_lines(shown, lo + 1)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from functools import partial
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 import anyio.from_thread
@@ -15,6 +16,7 @@ from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import Tool
+from ._textfile import describe_os_error
 from ._walk import compile_glob, walk_files
 from ._workspace import Workspace
 
@@ -79,27 +81,59 @@ class GlobTool(Tool):
         return await run_in_worker_thread(partial(self.glob_sync, args))
 
     def glob_sync(self, args: dict[str, Any]) -> str:
-        """The blocking body of `call` (must run on an anyio worker thread)."""
+        """The blocking body of `call` (must run on an anyio worker thread).
+
+        A directory that cannot be listed is counted and named in the result
+        (never silently left out); a name holding a control character (a
+        newline would split it into two result lines) is shown JSON-quoted.
+        """
         start = self.workspace.resolve(args["path"])
         if not start.is_dir():
             what = "does not exist" if not start.exists() else "is not a directory"
             raise ToolError(f"{self.workspace.relative(start)} {what}")
         matches = compile_glob(args["pattern"])
         found: list[str] = []
+        unlisted: list[tuple[Path, OSError]] = []
         total = 0
         for path in walk_files(
-            self.workspace, start, anyio.from_thread.check_cancelled
+            self.workspace,
+            start,
+            anyio.from_thread.check_cancelled,
+            lambda where, exc: unlisted.append((where, exc)),
         ):
             if matches(path.relative_to(start).as_posix()):
                 total += 1
                 if len(found) < MAX_GLOB_RESULTS:
-                    found.append(self.workspace.relative(path))
-        if not found:
-            return f"No files match {args['pattern']!r} under {args['path']}"
-        text = "\n".join(found)
+                    found.append(_shown_name(self.workspace.relative(path)))
+        pattern = _shown_pattern(args["pattern"])
+        text = (
+            "\n".join(found)
+            if found
+            else f"No files match {pattern} under {args['path'][:200]}"
+        )
         if total > len(found):
             text += (
                 f"\n[{total - len(found)} more matches not shown; "
                 "narrow the pattern or the path]"
             )
+        if unlisted:
+            where, exc = unlisted[0]
+            text += (
+                f"\n[{len(unlisted)} director{'y' if len(unlisted) == 1 else 'ies'}"
+                " could not be listed and were not searched, e.g. "
+                f"{_shown_name(self.workspace.relative(where))[:200]}: "
+                f"{describe_os_error(exc)}]"
+            )
         return text
+
+
+def _shown_name(rel: str) -> str:
+    """`rel` as a result line: JSON-quoted if it holds a control character."""
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in rel):
+        return json.dumps(rel)
+    return rel
+
+
+def _shown_pattern(text: str) -> str:
+    """A pattern or path echoed in a message: quoted, and cut if long."""
+    return repr(text) if len(text) <= 200 else f"{text[:200]!r}…"

@@ -7,6 +7,7 @@ import difflib
 import os
 from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
@@ -19,7 +20,16 @@ from .._context import SessionState, ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import Tool
 from ._readstate import fingerprint, record_read, span_covered
-from ._textfile import SNIFF_BYTES, image_type, is_binary, iter_lines, number_lines
+from ._textfile import (
+    SNIFF_BYTES,
+    describe_os_error,
+    image_type,
+    is_binary,
+    iter_lines,
+    number_lines,
+    open_regular,
+    unicode_bom,
+)
 from ._workspace import Workspace
 
 __all__ = ["DEFAULT_CHAR_LIMIT", "ReadTool"]
@@ -37,6 +47,9 @@ DEFAULT_CHAR_LIMIT = 40_000
 saving a file's content to another file the model would then have to read
 helps no one. It pages instead, and its closing line says where to go on.
 """
+
+_HINT_NAMES = 10_000
+"""Sibling names a "did you mean" hint looks at, at most."""
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Larger images are refused rather than sent to the model."""
@@ -90,7 +103,9 @@ class ReadTool(Tool):
     unchanged range returns a short "unchanged" note instead of the same lines
     again (``force=true`` overrides).
 
-    Errors: missing file, a directory, a binary file, an offset past the end, an
+    Errors: missing file, a directory, a pipe, device or socket (refused on the
+    open descriptor, which is opened non-blocking: a FIFO with no writer cannot
+    hang the call), a binary file, UTF-16/32 text, an offset past the end, an
     image over `MAX_IMAGE_BYTES`, a path outside the workspace.
     """
 
@@ -142,19 +157,39 @@ class ReadTool(Tool):
         """The blocking body of `call`."""
         path, rel = self._locate(args["path"], state)
         _check_is_file(path, rel, self.workspace)
-        with path.open("rb") as stream:
-            st = os.fstat(stream.fileno())
-            head = stream.read(SNIFF_BYTES)
-            media_type = image_type(head)
-            if media_type is not None:
-                return self._image(stream, st, head, media_type, rel, state, path)
-            if is_binary(head):
-                raise ToolError(
-                    f"{rel} is a binary file ({st.st_size} bytes); read only shows "
-                    "text and images. Use bash (e.g. `xxd`, `file`) to inspect it."
-                )
-            stream.seek(0)
-            window = _window(stream, args["offset"], args["limit"], self.max_chars)
+        try:
+            with open_regular(path, rel) as stream:
+                return self._read_open(stream, args, rel, state, path)
+        except OSError as exc:  # e.g. EIO from a special file that passed as regular
+            raise ToolError(f"cannot read {rel}: {describe_os_error(exc)}") from None
+
+    def _read_open(
+        self,
+        stream: BinaryIO,
+        args: dict[str, Any],
+        rel: str,
+        state: SessionState,
+        path: Path,
+    ) -> str | tuple[ContentBlock, ...]:
+        st = os.fstat(stream.fileno())
+        head = stream.read(SNIFF_BYTES)
+        media_type = image_type(head)
+        if media_type is not None:
+            return self._image(stream, st, head, media_type, rel, state, path)
+        encoding = unicode_bom(head)
+        if encoding is not None:
+            raise ToolError(
+                f"{rel} is {encoding} text (it starts with a byte-order mark); read"
+                " only shows UTF-8 text. Convert it with bash, e.g. `iconv -f "
+                f"{encoding} -t UTF-8 {rel}`."
+            )
+        if is_binary(head):
+            raise ToolError(
+                f"{rel} is a binary file ({st.st_size} bytes); read only shows "
+                "text and images. Use bash (e.g. `xxd`, `file`) to inspect it."
+            )
+        stream.seek(0)
+        window = _window(stream, args["offset"], args["limit"], self.max_chars)
         return self._text(window, args, st, rel, state, path)
 
     def _locate(self, given: str, state: SessionState) -> tuple[Path, str]:
@@ -227,7 +262,12 @@ class ReadTool(Tool):
                 f"{rel} is an image of {st.st_size} bytes, over the "
                 f"{MAX_IMAGE_BYTES}-byte limit for read"
             )
-        data = head + stream.read()
+        # st_size can lie (0 for a /proc file): the read itself is bounded too
+        data = head + stream.read(MAX_IMAGE_BYTES + 1 - len(head))
+        if len(data) > MAX_IMAGE_BYTES:
+            raise ToolError(
+                f"{rel} is an image of over {MAX_IMAGE_BYTES} bytes, the limit for read"
+            )
         record_read(state, path, st, (1, None))
         return (
             Text(f"Image {rel} ({media_type}, {len(data)} bytes)"),
@@ -236,15 +276,21 @@ class ReadTool(Tool):
 
 
 def _check_is_file(path: Path, rel: str, workspace: Workspace) -> None:
+    """Refuse a directory, and a missing file with a did-you-mean hint.
+
+    Only for the message: what may be read is decided by `open_regular` on the
+    open descriptor, which also refuses pipes and devices without blocking.
+    """
     if path.is_dir():
         raise ToolInputError(f"{rel} is a directory; use glob to list its files")
-    if path.exists():
-        if not path.is_file():
-            raise ToolError(f"{rel} is not a regular file (a pipe, socket or device)")
+    if os.path.lexists(path):
         return
     hint = ""
-    if path.parent.is_dir():
-        names = [p.name for p in path.parent.iterdir()]
+    try:  # a bounded look at the siblings: a huge directory must not stall the call
+        names = [p.name for p in islice(path.parent.iterdir(), _HINT_NAMES)]
+    except OSError:
+        names = []
+    if names:
         close = difflib.get_close_matches(path.name, names, n=3)
         if close:
             parent = workspace.relative(path.parent)

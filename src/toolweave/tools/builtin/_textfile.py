@@ -1,21 +1,28 @@
-"""Plain file helpers for the built-in tools: sniffing, numbered lines, atomic writes."""
+"""Plain file helpers for the built-in tools: opening, sniffing, numbered lines, atomic writes."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from ..._exceptions import ToolError
+
 __all__ = [
     "MAX_LINE_CHARS",
     "SNIFF_BYTES",
     "atomic_write",
+    "cut_line",
+    "describe_os_error",
     "image_type",
     "is_binary",
     "iter_lines",
     "number_lines",
+    "open_regular",
+    "unicode_bom",
 ]
 
 SNIFF_BYTES = 8192
@@ -30,6 +37,93 @@ _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"GIF87a", "image/gif"),
     (b"GIF89a", "image/gif"),
 )
+
+
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | os.O_NONBLOCK
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+"""How `open_regular` opens: never blocking, never through a final link.
+
+``O_NONBLOCK`` is the point: opening a FIFO for reading blocks in ``open()``
+until a writer appears (forever, if none does), and a thread stuck there cannot
+be cancelled. With it, ``open()`` of any file returns at once, and the type
+check on the open descriptor refuses everything but a regular file. For a
+regular file the flag changes nothing. ``O_NOFOLLOW`` refuses a link swapped in
+for the already-resolved path (see `Workspace`).
+"""
+
+
+def describe_os_error(exc: OSError) -> str:
+    """An OS error's reason without the (possibly huge) path it carries."""
+    return exc.strerror or type(exc).__name__
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def open_regular(path: Path, rel: str) -> BinaryIO:
+    """`path` opened for reading in binary mode, if it is a regular file.
+
+    The check is made on the open descriptor (``fstat``), not on the name, so
+    nothing swapped in between a check and the open gets through, and the open
+    itself cannot block (see `_OPEN_FLAGS`): a FIFO with no writer, a device
+    like ``/dev/zero`` or a terminal is refused at once, never read.
+
+    Raises:
+        ToolError: the file is missing, unreadable, or not a regular file
+            (the message names which, and `rel`, never the OS's full path).
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise ToolError(f"File not found: {rel}.") from None
+    except OSError as exc:
+        raise ToolError(f"cannot open {rel}: {describe_os_error(exc)}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ToolError(
+                f"{rel} is {_kind(mode)}, not a regular file; the file tools only"
+                " read and change regular files"
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\xfe\xff", "UTF-16"),
+    (b"\xff\xfe", "UTF-16"),
+)
+
+
+def unicode_bom(head: bytes) -> str | None:
+    """The encoding a UTF-16/32 byte-order mark at the start of `head` names, or None.
+
+    Such text is full of NUL bytes, so without this it would pass for binary;
+    the tools (UTF-8 only) refuse it with a message that says what it is.
+    """
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    return None
 
 
 def image_type(head: bytes) -> str | None:
@@ -47,7 +141,8 @@ def is_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
-def _cut(line: str) -> str:
+def cut_line(line: str) -> str:
+    """`line` cut at `MAX_LINE_CHARS`, saying how long it was."""
     if len(line) <= MAX_LINE_CHARS:
         return line
     return f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line)} chars]"
@@ -77,7 +172,7 @@ def iter_lines(stream: BinaryIO) -> Iterator[str]:
             text = (
                 f"{text[:MAX_LINE_CHARS]}… [line cut: about {len(raw) + extra} bytes]"
             )
-        yield _cut(text)
+        yield cut_line(text)
 
 
 def number_lines(lines: list[str], first: int) -> str:

@@ -100,29 +100,64 @@ def compile_glob(pattern: str) -> Callable[[str], bool]:
 
 
 def walk_files(
-    workspace: Workspace, start: Path, on_dir: Callable[[], None] | None = None
+    workspace: Workspace,
+    start: Path,
+    on_dir: Callable[[], None] | None = None,
+    on_error: Callable[[Path, OSError], None] | None = None,
 ) -> Iterator[Path]:
     """Every regular file under `start`, in path order, never leaving the workspace.
 
     Directory links are not followed; file links are listed only when they
     resolve inside the workspace. VCS directories (`SKIPPED_DIRS`) are skipped.
-    `on_dir` is called before each directory is listed (a cancellation check).
+    `on_dir` is called before each directory is listed (a cancellation check);
+    `on_error` gets each directory that could not be listed (unreadable, or a
+    path too long for the OS), which is otherwise skipped silently.
+
+    The walk is iterative (a 5,000-level directory chain is no recursion
+    limit) and lazy: each directory's entries are sorted as it is reached, so
+    files come out in path order while memory holds only the directories on
+    the current path, never the whole tree's file list.
     """
     if start.is_file():
         yield start
         return
-    found: list[tuple[tuple[str, ...], Path]] = []
-    for current, dirnames, filenames in os.walk(start, followlinks=False):
+    stack: list[tuple[Path, bool]] = [(start, True)]
+    while stack:
+        path, is_dir = stack.pop()
+        if not is_dir:
+            yield path
+            continue
         if on_dir is not None:
             on_dir()
-        dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
-        base = Path(current)
-        for name in filenames:
-            path = base / name
-            if path.is_symlink() and not (workspace.contains(path) and path.is_file()):
+        try:
+            children = _children(workspace, path)
+        except OSError as exc:
+            if on_error is not None:
+                on_error(path, exc)
+            continue
+        stack.extend(reversed(children))
+
+
+def _children(workspace: Workspace, directory: Path) -> list[tuple[Path, bool]]:
+    """The walkable entries of `directory`, sorted by name: (path, is a directory).
+
+    Raises:
+        OSError: the directory cannot be listed.
+    """
+    found: list[tuple[str, Path, bool]] = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIPPED_DIRS:
+                        found.append((entry.name, path, True))
+                elif entry.is_symlink():
+                    if workspace.contains(path) and path.is_file():
+                        found.append((entry.name, path, False))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((entry.name, path, False))
+            except OSError:  # the entry vanished or cannot be inspected: skip it
                 continue
-            if path.is_file():
-                found.append((path.relative_to(start).parts, path))
     found.sort(key=lambda item: item[0])
-    for _, path in found:
-        yield path
+    return [(path, is_dir) for _, path, is_dir in found]

@@ -7,7 +7,59 @@ from pathlib import Path, PurePath
 
 from ..._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
 
-__all__ = ["Workspace"]
+__all__ = ["MAX_NAME_BYTES", "MAX_PATH_BYTES", "Workspace"]
+
+MAX_PATH_BYTES = 4096
+"""Longest path (encoded, resolved) the tools accept: Linux's PATH_MAX."""
+
+MAX_NAME_BYTES = 255
+"""Longest single path component: NAME_MAX on Linux and macOS."""
+
+_SHOWN_CHARS = 200
+"""How much of a refused path an error message repeats."""
+
+
+def _shown(path: str) -> str:
+    """`path` for an error message: quoted, and cut if long (it may be 100 KB)."""
+    if len(path) <= _SHOWN_CHARS:
+        return repr(path)
+    return f"{path[:_SHOWN_CHARS]!r}… ({len(path):,} characters)"
+
+
+def _expand(path: str) -> Path:
+    """`path` with ``~`` expanded; an unknown ``~user`` is an input error."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError as exc:  # no home directory for that user
+        raise ToolInputError(
+            f"cannot expand '~' in path {_shown(path)}: {exc}"
+        ) from None
+
+
+def _check_name(path: str) -> None:
+    """Refuse what no filesystem call could take, before any is made.
+
+    Over-long paths and names would otherwise surface as raw ``ENAMETOOLONG``
+    errors (repeating the whole path) from whichever call meets them first, and
+    a lone surrogate that has no byte form as a ``UnicodeEncodeError``.
+    """
+    if not path.strip() or "\x00" in path:
+        raise ToolInputError(f"invalid path {_shown(path)}")
+    try:
+        encoded = os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ToolInputError(
+            f"path {_shown(path)} holds characters no file name can contain"
+        ) from None
+    if len(encoded) >= MAX_PATH_BYTES:
+        raise ToolInputError(
+            f"path {_shown(path)} is too long ({len(encoded):,} bytes; the limit "
+            f"is {MAX_PATH_BYTES - 1:,})"
+        )
+    if any(len(part) > MAX_NAME_BYTES for part in encoded.split(b"/")):
+        raise ToolInputError(
+            f"path {_shown(path)} has a name over {MAX_NAME_BYTES} bytes long"
+        )
 
 
 class Workspace:
@@ -49,21 +101,27 @@ class Workspace:
         usually outside).
 
         Raises:
-            ToolInputError: the path is empty, holds a NUL byte, or loops.
+            ToolInputError: the path is empty, holds a NUL byte, is too long
+                (given or resolved), names an unknown ``~user``, or loops.
             WorkspaceEscapeError: the path resolves outside the root.
         """
-        if not path.strip() or "\x00" in path:
-            raise ToolInputError(f"invalid path {path!r}")
-        given = Path(path).expanduser()
+        _check_name(path)
+        given = _expand(path)
         full = given if given.is_absolute() else self.root / given
         try:
             resolved = full.resolve()
         except (OSError, RuntimeError) as exc:  # a symlink loop
-            raise ToolInputError(f"cannot resolve path {path!r}: {exc}") from exc
+            raise ToolInputError(f"cannot resolve path {_shown(path)}: {exc}") from exc
         if not resolved.is_relative_to(self.root):
             raise WorkspaceEscapeError(
-                f"path {path!r} resolves to {resolved}, outside the workspace "
-                f"{self.root}; file tools only reach files under the workspace"
+                f"path {_shown(path)} resolves to {_shown(str(resolved))}, outside "
+                f"the workspace {self.root}; file tools only reach files under the "
+                "workspace"
+            )
+        if len(os.fsencode(resolved)) >= MAX_PATH_BYTES:  # links can lengthen it
+            raise ToolInputError(
+                f"path {_shown(path)} resolves to a path over {MAX_PATH_BYTES - 1:,}"
+                " bytes long"
             )
         return resolved
 
@@ -88,7 +146,11 @@ class Workspace:
         try:
             return self.resolve(path)
         except ToolError:
-            return PurePath(os.path.normpath(self.root / Path(path).expanduser()))
+            try:
+                given = _expand(path)
+            except ToolError:
+                given = Path(path)
+            return PurePath(os.path.normpath(self.root / given))
 
     @staticmethod
     def key(path: Path) -> str:
