@@ -15,20 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
-from anthropic.types import (
-    RawContentBlockDeltaEvent,
-    RawContentBlockStartEvent,
-    RawContentBlockStopEvent,
-    RawMessageDeltaEvent,
-    RawMessageStartEvent,
-    RawMessageStopEvent,
-)
+from anthropic.types import RawContentBlockDeltaEvent, RawContentBlockStartEvent
 
 from .._exceptions import ModelConnectionError
 from ..messages import StopReason, Usage
 from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseReady
 from ._blocks import BlockNumbers
 from ._repair import ToolCallBuilder
+from ._tokens import token_count
 
 __all__ = ["ANTHROPIC_STOP_REASONS", "AnthropicStreamMapper"]
 
@@ -69,25 +63,33 @@ class AnthropicStreamMapper:
         self._last_index, self._last_block = -1, -1
 
     def feed(self, event: Any) -> tuple[StreamChunk, ...] | list[StreamChunk]:
-        """Chunks for one SDK event (most events give none)."""
+        """Chunks for one SDK event (most events give none).
+
+        Dispatched on the event's ``type``, not its class: the SDK builds an
+        event of a type it does not know as the first class of its union
+        (a `RawMessageStartEvent` with no message), so only the type says
+        what arrived. Unknown types are skipped.
+        """
         if event.__class__ is RawContentBlockDeltaEvent:  # the hot path
             delta: Any = event.delta  # the SDK's union; narrowed by its `type` tag
             if delta.type == "text_delta":
                 return (TextChunk(delta.text, block=self._number(event.index)),)
             return self._delta(event.index, delta)
-        if isinstance(event, RawContentBlockStartEvent):
+        kind = getattr(event, "type", None)
+        if kind == "content_block_start":
             return self._start(event)
-        if isinstance(event, RawContentBlockStopEvent):
+        if kind == "content_block_stop":
             return self._stop(event.index)
-        if isinstance(event, RawMessageStartEvent):
+        if kind == "message_start":
             self._model = event.message.model
             self._calls.response_id = event.message.id
             self._usage(event.message.usage)
-        elif isinstance(event, RawMessageDeltaEvent):
+        elif kind == "message_delta":
             self._stop_raw = event.delta.stop_reason or self._stop_raw
             self._usage(event.usage)
-        elif isinstance(event, RawMessageStopEvent):
+        elif kind == "message_stop":
             self._stopped = True
+        # Any other type (a newer event, a gateway's own) carries nothing we keep.
         return _NOTHING
 
     def _number(self, index: int) -> int:
@@ -173,12 +175,15 @@ class AnthropicStreamMapper:
         ]
 
     def _usage(self, usage: Any) -> None:
-        # message_start carries the input side; message_delta carries cumulative counts.
+        # message_start carries the input side; message_delta carries cumulative
+        # counts. A field left out (or an event without usage) keeps the last count.
+        if usage is None:
+            return
         if usage.input_tokens is not None:
-            self._input = usage.input_tokens
+            self._input = token_count(usage.input_tokens)
         if usage.cache_read_input_tokens is not None:
-            self._cache_read = usage.cache_read_input_tokens
+            self._cache_read = token_count(usage.cache_read_input_tokens)
         if usage.cache_creation_input_tokens is not None:
-            self._cache_write = usage.cache_creation_input_tokens
+            self._cache_write = token_count(usage.cache_creation_input_tokens)
         if usage.output_tokens is not None:
-            self._output = usage.output_tokens
+            self._output = token_count(usage.output_tokens)

@@ -3,7 +3,12 @@
 Tool-call deltas are assembled by index; a slot is flushed as `ToolUseReady`
 when a higher index starts or the stream ends. A server that numbers every
 call 0 but gives each its own id (seen from OpenAI-compatible servers) gets a
-new slot per id. Reasoning text that OpenAI-compatible servers send as
+new slot per id. A delta for an index already flushed, without an id of its
+own, would continue a call that was handed on (and may already be running)
+with arguments it never sees: it is a stream that breaks the protocol, raised
+as `ModelServerError` (the request is retried), never a second, nameless call.
+Indexes need not be dense or ascending: a gap (0, then 7) is just two calls,
+and calls come out in the order they started. Reasoning text that OpenAI-compatible servers send as
 ``reasoning_content`` / ``reasoning`` becomes reasoning chunks, as do the
 ``thinking`` parts of a ``content`` sent as a list of typed parts (Mistral's
 Magistral). Of a stream with several choices (``n > 1``) only choice 0 is kept.
@@ -26,11 +31,12 @@ from openai.types.chat.chat_completion_chunk import (
     ChoiceDeltaToolCall,
 )
 
-from .._exceptions import ModelConnectionError
+from .._exceptions import ModelConnectionError, ModelServerError
 from ..messages import StopReason, Usage
 from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseReady
 from ._blocks import BlockNumbers
 from ._repair import ToolCallBuilder
+from ._tokens import token_count
 
 __all__ = ["CHAT_STOP_REASONS", "ChatStreamMapper", "openai_usage"]
 
@@ -66,6 +72,7 @@ class ChatStreamMapper:
             int, _Slot
         ] = {}  # provider index -> open slot, in start order
         self._slot_count = 0
+        self._closed: set[int] = set()  # provider indexes already flushed
         self._run = 0  # text after a tool call starts a new text block
         self._text_run, self._text_number = -1, -1
         self._finish: str | None = None
@@ -85,7 +92,7 @@ class ChatStreamMapper:
             self._calls.response_id = chunk.id or None
         if chunk.usage is not None:
             self._usage = _usage(chunk.usage)
-        choice = _first_choice(chunk.choices)
+        choice = _first_choice(chunk.choices or ())
         if choice is None:
             return _NOTHING
         delta = choice.delta
@@ -199,7 +206,15 @@ class ChatStreamMapper:
             out.extend(self._flush(lambda pending: True))
             slot = None
         if slot is None:
+            if index in self._closed and not delta.id:
+                raise ModelServerError(
+                    f"chat completions stream continued tool call index {index}"
+                    " after that call was complete"
+                )
             slot = self._pending[index] = _Slot(self._slot_count)
+            # Numbered when it starts, not when it is flushed: text the model
+            # sends after this call (before the stream ends) comes after it.
+            self._blocks.of(("call", slot.key))
             self._slot_count += 1
             self._run += 1
         if delta.id:
@@ -215,6 +230,7 @@ class ChatStreamMapper:
     def _flush(self, which: Callable[[int], bool]) -> list[StreamChunk]:
         out: list[StreamChunk] = []
         for index in [i for i in self._pending if which(i)]:
+            self._closed.add(index)
             out.extend(self._ready(self._pending.pop(index)))
         return out
 
@@ -225,8 +241,8 @@ class ChatStreamMapper:
         return [ToolUseReady(c, block=n) for c, n in zip(calls, numbers, strict=True)]
 
 
-def _first_choice(choices: list[Any]) -> Any:
-    """Choice 0 of the chunk, or None.
+def _first_choice(choices: Iterable[Any]) -> Any:
+    """Choice 0 of the chunk, or None (also for a chunk with no ``choices`` at all).
 
     A stream with several choices (``n > 1``) interleaves them one per chunk;
     the response is choice 0's, so the others are skipped rather than mixed
@@ -249,21 +265,18 @@ def _usage(usage: Any) -> Usage:
     )
 
 
-def openai_usage(input_tokens: int, output_tokens: int, details: Any) -> Usage:
+def openai_usage(input_tokens: object, output_tokens: object, details: Any) -> Usage:
     """Neutral usage from an OpenAI usage block (Chat and Responses name fields apart).
 
     OpenAI counts cached and cache-written tokens inside the input total; the
     neutral `Usage` keeps them apart, so they are taken out of `input_tokens`.
+    Each count goes through `token_count` (a malformed one counts as 0).
     """
-    cached = (details.cached_tokens or 0) if details is not None else 0
-    written = (
-        (getattr(details, "cache_write_tokens", None) or 0)
-        if details is not None
-        else 0
-    )
+    cached = token_count(getattr(details, "cached_tokens", None))
+    written = token_count(getattr(details, "cache_write_tokens", None))
     return Usage(
-        max(input_tokens - cached - written, 0),
-        output_tokens,
+        max(token_count(input_tokens) - cached - written, 0),
+        token_count(output_tokens),
         cache_read_tokens=cached,
         cache_write_tokens=written,
         requests=1,

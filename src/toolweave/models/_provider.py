@@ -7,6 +7,13 @@ the flag decision, the streaming decision, the one-shot recoveries when a server
 refuses either (learned once, warned once, kept in `LearnedCapabilities`), the
 end-of-stream stop-reason repair, and closing the SDK stream on every exit path.
 
+The SDKs build their event objects without validating them, so a gateway's
+event with a field missing or of the wrong type reaches the mapper as it
+came. A mapper that trips on one (an `AttributeError`, `TypeError` …) is
+reporting the provider's malformed data, not a toolweave bug: it is raised as
+`ModelServerError` (retryable, like any malformed stream data) naming the
+event, never as an internal error that ends the run.
+
 A whole (non-streamed) response is replayed as the events its stream would have
 carried (`ReplayStream`), through the same mapper: one mapping, one set of
 repairs, whichever way the response came.
@@ -27,7 +34,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._exceptions import ModelConnectionError, ModelError
+from .._exceptions import ModelConnectionError, ModelError, ModelServerError
 from ..messages import StopReason
 from ._base import Model, ModelRequest, StreamChunk, StreamEnd, ToolUseReady
 from ._capabilities import (
@@ -157,10 +164,18 @@ class ProviderModel(Model):
         called = False
         try:
             async for event in iterator:
-                for chunk in mapper.feed(event):
+                try:
+                    chunks = mapper.feed(event)
+                except _MALFORMED as exc:
+                    raise self._malformed(exc, event) from exc
+                for chunk in chunks:
                     called = called or isinstance(chunk, ToolUseReady)
                     yield chunk
-            for chunk in mapper.finish():
+            try:
+                ending = mapper.finish()
+            except _MALFORMED as exc:
+                raise self._malformed(exc, None) from exc
+            for chunk in ending:
                 called = called or isinstance(chunk, ToolUseReady)
                 yield _tool_use_if_called(chunk, called)
         except Exception as exc:
@@ -175,6 +190,15 @@ class ProviderModel(Model):
                 await events.close()
         if probing and called:
             self._learned.streaming_with_tools = True  # it streamed a tool call
+
+    def _malformed(self, exc: Exception, event: object) -> ModelServerError:
+        """The error for an event (None: the stream's end) the mapper could not read."""
+        kind = getattr(event, "type", None) if event is not None else "end of stream"
+        where = f"event {kind!r}" if isinstance(kind, str) else "event"
+        return ModelServerError(
+            f"the {self._provider} provider sent a malformed stream {where}: "
+            f"{type(exc).__name__}: {exc}"[:500]
+        )
 
     async def _open_adapting(self, request: ModelRequest) -> tuple[SDKStream, bool]:
         """Open the request, adapting once to each refusal the server can make.
@@ -249,6 +273,10 @@ class ProviderModel(Model):
 
     def _warn(self, message: str) -> None:
         deliver_warning(message, self._on_warning)
+
+
+_MALFORMED = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+"""What a mapper raises on an event whose fields are missing or of the wrong type."""
 
 
 def _tool_use_if_called(chunk: StreamChunk, called: bool) -> StreamChunk:

@@ -8,8 +8,12 @@
   calls it names.
 - Arguments that are not a JSON object become a `ToolCall` with `raw_arguments`
   set and an empty input; the lifecycle turns it into an error result for that
-  call. The stream never crashes on them. Whitespace around the JSON is no
-  fault (JSON allows it), so it never turns a good call into a failed one.
+  call. The stream never crashes on them: not on JSON nested deeper than the
+  parser's recursion limit (``[[[[…``, which `json.loads` answers with
+  `RecursionError`), nor on an object that names one key twice (the model said
+  two things; keeping either would be a guess, so the call fails closed).
+  Whitespace around the JSON is no fault (JSON allows it), so it never turns a
+  good call into a failed one.
 - A tool name with stray characters around it (whitespace, quotes, a chat
   template's special token, a ``functions.`` prefix) is read as the offered
   tool it names, but only when the cleaned name is exactly one offered tool's
@@ -56,7 +60,9 @@ def parse_arguments(
     """``(input, raw_arguments)`` for a tool call's arguments.
 
     An empty string means no arguments (``{}``). Anything that is not a JSON
-    object comes back as ``({}, the raw text)``.
+    object comes back as ``({}, the raw text)``: a list, a scalar, text that
+    does not parse, JSON nested past the parser's recursion limit, and an
+    object with a duplicate key at any depth.
     """
     if arguments is None:
         return {}, None
@@ -65,12 +71,20 @@ def parse_arguments(
     if not arguments.strip():
         return {}, None
     try:
-        parsed = json.loads(arguments)
-    except ValueError:
+        parsed = json.loads(arguments, object_pairs_hook=_no_duplicate_keys)
+    except (ValueError, RecursionError):
         return {}, arguments
     if isinstance(parsed, dict):
         return parsed, None
     return {}, arguments
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict; raises ValueError if a key comes twice."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("duplicate key in JSON object")
+    return obj
 
 
 def dump_arguments(call: ToolCall) -> str:
