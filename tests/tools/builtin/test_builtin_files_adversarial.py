@@ -24,11 +24,16 @@ import anyio
 import pytest
 from builtin_support import run
 
+import toolweave as tw
 from toolweave._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
+from toolweave.events import ToolResultReady
+from toolweave.execution import PermissionMode
+from toolweave.messages import ModelResponse, StopReason, Text, ToolCall
+from toolweave.models import ScriptedModel
 from toolweave.tools import SessionState, Tool
 from toolweave.tools.builtin import EditTool, GlobTool, ReadTool, WriteTool
 from toolweave.tools.builtin._edit import MAX_EDIT_BYTES
-from toolweave.tools.builtin._textfile import open_regular
+from toolweave.tools.builtin._textfile import open_regular, reporting_os_errors
 from toolweave.tools.builtin._workspace import MAX_PATH_BYTES
 
 pytestmark = pytest.mark.anyio
@@ -335,6 +340,38 @@ CASES = [
         "1\thi",
     ),
     # contents that are not UTF-8 text
+    Case(
+        "read-latin1-says-it-is-not-utf8",
+        _file("l.txt", b"ok\ncaf\xe9\n"),
+        "read",
+        {"path": "l.txt"},
+        None,
+        r"^\[note: l.txt is not valid UTF-8 text.*\n.*1\tok\n.*2\tcaf\ufffd$",
+    ),
+    Case(
+        "read-window-without-the-bad-line-has-no-note",
+        _file("l.txt", b"caf\xe9\nok\n"),
+        "read",
+        {"path": "l.txt", "offset": 2},
+        None,
+        r"\A     2\tok\Z",
+    ),
+    Case(
+        "read-long-utf8-line-cut-mid-character-is-valid",
+        _file("u.txt", "é".encode() * 20_000 + b"\n"),
+        "read",
+        {"path": "u.txt"},
+        None,
+        r"\A     1\té+… \[line cut",
+    ),
+    Case(
+        "read-a-real-replacement-character-is-no-note",
+        _file("r.txt", "a\ufffdb\n".encode()),
+        "read",
+        {"path": "r.txt"},
+        None,
+        r"\A     1\ta\ufffdb\Z",
+    ),
     Case(
         "read-latin1",
         _file("l.txt", b"caf\xe9\n"),
@@ -749,3 +786,94 @@ async def test_glob_over_50k_files_counts_and_caps(
     assert (
         lines[200] == "[49800 more matches not shown; narrow the pattern or the path]"
     )
+
+
+def test_reporting_os_errors_gives_the_reason_and_a_cut_path() -> None:
+    """The net under every file tool: an unexpected OSError is a short ToolError."""
+
+    def fails() -> None:
+        raise PermissionError(13, "Permission denied", "/very/long/" + "x" * 5000)
+
+    with pytest.raises(ToolError) as info:
+        reporting_os_errors(fails, "read", "y" * 5000)
+    message = str(info.value)
+    assert message.startswith("read 'yyy") and message.endswith(
+        "failed: Permission denied"
+    )
+    assert len(message) < 300
+
+
+def _call(i: int, name: str, **args: Any) -> ToolCall:
+    return ToolCall(f"t{i}", name, args)
+
+
+@pytest.mark.timeout(60)
+async def test_a_whole_agent_run_survives_the_hostile_calls(
+    root: Path, outside: Path
+) -> None:
+    """Through the real lifecycle: each bad call is an error result, the run completes.
+
+    One turn holds the hostile calls (a FIFO nobody writes to, a link to
+    /dev/zero, a write through a link out, a 100 KB path, a NUL, a directory);
+    the next turn reads and edits a CRLF file with an LF old_string. The run
+    must finish (no hang: `fail_after` and the timeout marker fail it otherwise)
+    and leave the outside untouched.
+    """
+    os.mkfifo(root / "pipe")
+    os.symlink("/dev/zero", root / "zero")
+    os.symlink(outside / "secret.txt", root / "out")
+    (root / "d").mkdir()
+    (root / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    bad = [
+        _call(1, "read", path="pipe"),
+        _call(2, "read", path="zero"),
+        _call(3, "write", path="out", content="pwned"),
+        _call(4, "read", path="a/" * 50_000),
+        _call(5, "glob", pattern="*", path="x\x00y"),
+        _call(6, "edit", path="pipe", old_string="a", new_string="b"),
+        _call(7, "read", path="d"),
+        _call(8, "read", path="crlf.txt"),
+    ]
+    script = [
+        ModelResponse(bad, stop_reason=StopReason.TOOL_USE),
+        ModelResponse(
+            [
+                _call(
+                    9, "edit", path="crlf.txt", old_string="one\ntwo", new_string="1\n2"
+                )
+            ],
+            stop_reason=StopReason.TOOL_USE,
+        ),
+        ModelResponse([Text("done")]),
+    ]
+    agent = tw.Agent(
+        ScriptedModel(script),
+        tw.tools.coding_tools(root),
+        config=tw.AgentConfig(workspace=root, permission_mode=PermissionMode.BYPASS),
+    )
+    events: list[object] = []
+    with anyio.fail_after(45):
+        async for event in agent.run_stream("go"):
+            events.append(event)
+    finished = events[-1]
+    assert isinstance(finished, tw.events.RunFinished)
+    assert finished.reason is tw.CompletionReason.COMPLETED
+    results = {
+        e.result.call_id: e.result for e in events if isinstance(e, ToolResultReady)
+    }
+    expected_errors = {
+        "t1": "named pipe",
+        "t2": "outside the workspace",
+        "t3": "outside the workspace",
+        "t4": "too long",
+        "t5": "invalid path",
+        "t6": "not a regular file|not been read",
+        "t7": "is a directory",
+    }
+    for call_id, pattern in expected_errors.items():
+        assert results[call_id].is_error, results[call_id]
+        assert re.search(pattern, results[call_id].text), results[call_id].text
+        assert len(results[call_id].text) < 1_000
+    assert not results["t8"].is_error and not results["t9"].is_error, results
+    assert (root / "crlf.txt").read_bytes() == b"1\r\n2\r\n"
+    assert (outside / "secret.txt").read_text() == "TOP SECRET\n"

@@ -64,7 +64,8 @@ async def test_crlf_and_invalid_utf8_and_long_lines(
         b"dos\r\nbad \xff byte\n" + b"x" * 20_000 + b"\nend\n"
     )
     out = await run(ReadTool(root), {"path": "mixed.txt"}, state)
-    lines = out.splitlines()
+    note, *lines = out.splitlines()
+    assert note.startswith("[note: mixed.txt is not valid UTF-8 text")
     assert lines[0] == "     1\tdos"
     assert lines[1] == "     2\tbad \ufffd byte"
     assert "line cut" in lines[2]

@@ -24,6 +24,7 @@ from ._textfile import (
     is_binary,
     number_lines,
     open_regular,
+    reporting_os_errors,
     unicode_bom,
 )
 from ._workspace import Workspace
@@ -127,7 +128,14 @@ class EditTool(_FileChangeTool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Edit on a worker thread; returns a summary with a numbered snippet."""
-        return await run_in_worker_thread(partial(self.edit_sync, args, ctx.state))
+        return await run_in_worker_thread(
+            partial(
+                reporting_os_errors,
+                partial(self.edit_sync, args, ctx.state),
+                "edit",
+                args["path"],
+            )
+        )
 
     def edit_sync(self, args: dict[str, Any], state: SessionState) -> str:
         """The blocking body of `call`."""
@@ -197,7 +205,14 @@ class WriteTool(_FileChangeTool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Write on a worker thread; returns a one-line summary."""
-        return await run_in_worker_thread(partial(self.write_sync, args, ctx.state))
+        return await run_in_worker_thread(
+            partial(
+                reporting_os_errors,
+                partial(self.write_sync, args, ctx.state),
+                "write",
+                args["path"],
+            )
+        )
 
     def write_sync(self, args: dict[str, Any], state: SessionState) -> str:
         """The blocking body of `call`."""

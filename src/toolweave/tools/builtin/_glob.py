@@ -16,7 +16,7 @@ from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import Tool
-from ._textfile import describe_os_error
+from ._textfile import describe_os_error, reporting_os_errors
 from ._walk import compile_glob, walk_files
 from ._workspace import Workspace
 
@@ -78,7 +78,11 @@ class GlobTool(Tool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Walk on a worker thread; returns one relative path per line."""
         del ctx
-        return await run_in_worker_thread(partial(self.glob_sync, args))
+        return await run_in_worker_thread(
+            partial(
+                reporting_os_errors, partial(self.glob_sync, args), "glob", args["path"]
+            )
+        )
 
     def glob_sync(self, args: dict[str, Any]) -> str:
         """The blocking body of `call` (must run on an anyio worker thread).

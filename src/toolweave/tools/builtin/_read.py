@@ -28,6 +28,7 @@ from ._textfile import (
     iter_lines,
     number_lines,
     open_regular,
+    reporting_os_errors,
     unicode_bom,
 )
 from ._workspace import Workspace
@@ -80,6 +81,8 @@ class _Window:
     total_seen: int
     full: bool = False
     """True if the character cap (not the line limit) ended the window."""
+    invalid: bool = False
+    """True if a shown line held bytes that are not UTF-8 (shown as U+FFFD)."""
 
 
 class ReadTool(Tool):
@@ -149,7 +152,14 @@ class ReadTool(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Read on a worker thread; see the class docstring for the result."""
-        return await run_in_worker_thread(partial(self.read_sync, args, ctx.state))
+        return await run_in_worker_thread(
+            partial(
+                reporting_os_errors,
+                partial(self.read_sync, args, ctx.state),
+                "read",
+                args["path"],
+            )
+        )
 
     def read_sync(
         self, args: dict[str, Any], state: SessionState
@@ -240,6 +250,11 @@ class ReadTool(Tool):
                 f"\n\n[showing lines {offset}-{last}{why}; the file continues: "
                 f"read with offset={last + 1} for more]"
             )
+        if window.invalid:
+            body = (
+                f"[note: {rel} is not valid UTF-8 text: bytes that do not decode are "
+                "shown as \ufffd (U+FFFD), and edit refuses the file]\n" + body
+            )
         if stale:
             body = (
                 f"[note: {rel} changed on disk since your last read; this is its "
@@ -322,18 +337,28 @@ def _window(
     want = limit if limit is not None else DEFAULT_LINE_LIMIT
     lines: list[str] = []
     seen = used = 0
-    for line in iter_lines(stream):
+    invalid: list[int] = []  # numbers of shown (or about to be) lines with bad bytes
+
+    def flag() -> None:  # called while line `seen + 1` is decoded
+        if seen + 1 >= offset and len(invalid) <= want:
+            invalid.append(seen + 1)
+
+    def done(more: bool, full: bool = False) -> _Window:
+        bad = any(offset <= n < offset + len(lines) for n in invalid)
+        return _Window(lines, more, seen, full, invalid=bad)
+
+    for line in iter_lines(stream, flag):
         seen += 1
         if seen < offset:
             continue
         if len(lines) == want:
-            return _Window(lines, more=True, total_seen=seen)
+            return done(more=True)
         cost = len(line) + _NUMBER_WIDTH
         if lines and used + cost > max_chars:
-            return _Window(lines, more=True, total_seen=seen, full=True)
+            return done(more=True, full=True)
         lines.append(line)
         used += cost
-    return _Window(lines, more=False, total_seen=seen)
+    return done(more=False)
 
 
 def _unchanged_note(rel: str, offset: int, window: _Window) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from ..._exceptions import ToolError
 
@@ -22,6 +22,7 @@ __all__ = [
     "iter_lines",
     "number_lines",
     "open_regular",
+    "reporting_os_errors",
     "unicode_bom",
 ]
 
@@ -38,6 +39,8 @@ _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"GIF89a", "image/gif"),
 )
 
+
+T = TypeVar("T")
 
 _OPEN_FLAGS = (
     os.O_RDONLY
@@ -60,6 +63,21 @@ for the already-resolved path (see `Workspace`).
 def describe_os_error(exc: OSError) -> str:
     """An OS error's reason without the (possibly huge) path it carries."""
     return exc.strerror or type(exc).__name__
+
+
+def reporting_os_errors(fn: Callable[[], T], tool: str, path: str) -> T:
+    """`fn()`, with an OS error it lets out turned into a `ToolError`.
+
+    The tools turn the OS errors they expect into specific messages; this is the
+    net for the rest (a permission denied on a parent directory, an I/O error):
+    the model gets the reason and a short form of the path it gave, not the
+    exception's repr with the full resolved path.
+    """
+    try:
+        return fn()
+    except OSError as exc:
+        shown = repr(path) if len(path) <= 200 else f"{path[:200]!r}…"
+        raise ToolError(f"{tool} {shown} failed: {describe_os_error(exc)}") from None
 
 
 def _kind(mode: int) -> str:
@@ -148,11 +166,29 @@ def cut_line(line: str) -> str:
     return f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line)} chars]"
 
 
-def iter_lines(stream: BinaryIO) -> Iterator[str]:
+def _decode(raw: bytes, cut: bool) -> tuple[str, bool]:
+    """`raw` decoded as UTF-8 with invalid bytes replaced; True if any were.
+
+    A `cut` line may end inside a multi-byte character (the cut is by bytes):
+    that partial character is dropped, not counted as invalid.
+    """
+    try:
+        return raw.decode("utf-8"), True
+    except UnicodeDecodeError as exc:
+        if cut and exc.reason == "unexpected end of data" and exc.end == len(raw):
+            return _decode(raw[: exc.start], cut=False)
+        return raw.decode("utf-8", errors="replace"), False
+
+
+def iter_lines(
+    stream: BinaryIO, on_invalid: Callable[[], None] | None = None
+) -> Iterator[str]:
     """Decoded lines without terminators, cut at `MAX_LINE_CHARS`.
 
     Reads at most a bounded amount per line, so one huge line never sits in
-    memory whole. Invalid UTF-8 is replaced, never an error.
+    memory whole. Invalid UTF-8 is replaced, never an error; `on_invalid` is
+    called (just before such a line is yielded) so a caller can say so rather
+    than pass the replacement characters off as the file's content.
     """
     limit = MAX_LINE_CHARS * 4 + 4
     while True:
@@ -167,7 +203,9 @@ def iter_lines(stream: BinaryIO) -> Iterator[str]:
             extra += len(rest)
             if rest.endswith(b"\n"):
                 break
-        text = raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace")
+        text, valid = _decode(raw.rstrip(b"\n").rstrip(b"\r"), cut=extra > 0)
+        if not valid and on_invalid is not None:
+            on_invalid()
         if extra:
             text = (
                 f"{text[:MAX_LINE_CHARS]}… [line cut: about {len(raw) + extra} bytes]"
