@@ -33,7 +33,12 @@ from toolweave.models import ScriptedModel
 from toolweave.tools import SessionState, Tool
 from toolweave.tools.builtin import EditTool, GlobTool, ReadTool, WriteTool
 from toolweave.tools.builtin._edit import MAX_EDIT_BYTES
-from toolweave.tools.builtin._textfile import open_regular, reporting_os_errors
+from toolweave.tools.builtin._textfile import (
+    MAX_SCAN_LINE_BYTES,
+    SNIFF_BYTES,
+    open_regular,
+    reporting_os_errors,
+)
 from toolweave.tools.builtin._workspace import MAX_PATH_BYTES
 
 pytestmark = pytest.mark.anyio
@@ -877,3 +882,58 @@ async def test_a_whole_agent_run_survives_the_hostile_calls(
     assert not results["t8"].is_error and not results["t9"].is_error, results
     assert (root / "crlf.txt").read_bytes() == b"1\r\n2\r\n"
     assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+
+
+@pytest.mark.timeout(30)
+async def test_a_64gib_sparse_line_is_not_scanned_to_its_end(
+    root: Path, state: SessionState
+) -> None:
+    """A sparse file costs no disk: one 'line' of 64 GiB of NULs after a text head.
+
+    Scanning it to its end took minutes; `iter_lines` stops after
+    `MAX_SCAN_LINE_BYTES` and says the file is not read past it.
+    """
+    path = root / "sparse.txt"
+    with path.open("wb") as out:
+        out.write(b"head\n" + b"t" * SNIFF_BYTES)  # text past the sniffed head
+        try:
+            out.truncate(64 * 1024**3)
+        except OSError as exc:  # a filesystem without large sparse files
+            pytest.skip(f"cannot make a 64 GiB sparse file here: {exc}")
+    out_text = await run(ReadTool(root), {"path": "sparse.txt"}, state)
+    assert out_text.startswith("     1\thead\n     2\ttttt")
+    assert f"over {MAX_SCAN_LINE_BYTES:,} bytes; the file is not read past it" in (
+        out_text
+    )
+    assert len(out_text) < 5_000
+
+
+class _Stop(Exception):
+    """Stands in for the backend's cancellation in the check below."""
+
+
+def test_a_deep_page_stops_at_the_cancellation_check_and_records_nothing(
+    root: Path, state: SessionState
+) -> None:
+    """The scan calls its check while it goes: at a deadline it ends, ledger untouched.
+
+    Without the check an abandoned thread would scan on to the requested
+    offset (through 100 GB, if the file has them) after its call was answered.
+    """
+    (root / "many.txt").write_bytes(b"x\n" * 200_000)
+    calls = 0
+
+    def check() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        ReadTool(root).read_sync(
+            {"path": "many.txt", "offset": 199_999, "limit": None, "force": False},
+            state,
+            check=check,
+        )
+    assert calls == 3
+    assert state.read_files.get(root / "many.txt") is None

@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import difflib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
+import anyio.from_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
@@ -155,21 +157,35 @@ class ReadTool(Tool):
         return await run_in_worker_thread(
             partial(
                 reporting_os_errors,
-                partial(self.read_sync, args, ctx.state),
+                partial(
+                    self.read_sync,
+                    args,
+                    ctx.state,
+                    check=anyio.from_thread.check_cancelled,
+                ),
                 "read",
                 args["path"],
             )
         )
 
     def read_sync(
-        self, args: dict[str, Any], state: SessionState
+        self,
+        args: dict[str, Any],
+        state: SessionState,
+        *,
+        check: Callable[[], None] | None = None,
     ) -> str | tuple[ContentBlock, ...]:
-        """The blocking body of `call`."""
+        """The blocking body of `call`.
+
+        `check` is a cancellation check, called now and then while lines are
+        scanned (``anyio.from_thread.check_cancelled`` on a worker thread): at
+        a deadline the scan stops, before anything is recorded in the ledger.
+        """
         path, rel = self._locate(args["path"], state)
         _check_is_file(path, rel, self.workspace)
         try:
             with open_regular(path, rel) as stream:
-                return self._read_open(stream, args, rel, state, path)
+                return self._read_open(stream, args, rel, state, path, check)
         except OSError as exc:  # e.g. EIO from a special file that passed as regular
             raise ToolError(f"cannot read {rel}: {describe_os_error(exc)}") from None
 
@@ -180,6 +196,7 @@ class ReadTool(Tool):
         rel: str,
         state: SessionState,
         path: Path,
+        check: Callable[[], None] | None,
     ) -> str | tuple[ContentBlock, ...]:
         st = os.fstat(stream.fileno())
         head = stream.read(SNIFF_BYTES)
@@ -199,7 +216,7 @@ class ReadTool(Tool):
                 "text and images. Use bash (e.g. `xxd`, `file`) to inspect it."
             )
         stream.seek(0)
-        window = _window(stream, args["offset"], args["limit"], self.max_chars)
+        window = _window(stream, args["offset"], args["limit"], self.max_chars, check)
         return self._text(window, args, st, rel, state, path)
 
     def _locate(self, given: str, state: SessionState) -> tuple[Path, str]:
@@ -327,7 +344,11 @@ def _in_results_dir(given: str, state: SessionState) -> Path | None:
 
 
 def _window(
-    stream: BinaryIO, offset: int, limit: int | None, max_chars: int
+    stream: BinaryIO,
+    offset: int,
+    limit: int | None,
+    max_chars: int,
+    check: Callable[[], None] | None = None,
 ) -> _Window:
     """Lines from `offset`: at most `limit` of them and about `max_chars` numbered.
 
@@ -347,7 +368,7 @@ def _window(
         bad = any(offset <= n < offset + len(lines) for n in invalid)
         return _Window(lines, more, seen, full, invalid=bad)
 
-    for line in iter_lines(stream, flag):
+    for line in iter_lines(stream, flag, check):
         seen += 1
         if seen < offset:
             continue
