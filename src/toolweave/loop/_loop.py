@@ -58,7 +58,12 @@ from ._steps import (
     Step,
     TransitionReason,
 )
-from ._tool_batch import ToolBatcher, unanswered_call_result
+from ._tool_batch import (
+    ToolBatcher,
+    refused_call_result,
+    truncated_call_result,
+    unanswered_call_result,
+)
 from ._tracing import NULL_SPAN, Span, make_tracer
 from ._transcript import TRUNCATION_MARKER
 
@@ -352,14 +357,16 @@ class RunLoop:
             self.conversation.append(response.to_message())
         calls = response.tool_calls
         truncated = response.stop_reason is StopReason.MAX_TOKENS
-        if calls and not truncated:
+        refused = response.stop_reason is StopReason.REFUSAL
+        if calls and not truncated and not refused:
             return RunTools(response)
         if self.eager is not None:
-            self.eager.restart()  # seed 002 §2.2: a truncated attempt runs nothing
+            # seed 002 §2.2: a truncated attempt runs nothing; nor does a refused one
+            self.eager.restart()
         if calls:
-            return AfterTools(
-                response, self.batcher.refuse_truncated(calls), truncated=True
-            )
+            answer = truncated_call_result if truncated else refused_call_result
+            results = self.batcher.refuse(calls, answer)
+            return AfterTools(response, results, truncated=truncated)
         self.stall.reset()
         if truncated:
             return Finish(

@@ -19,7 +19,12 @@ if TYPE_CHECKING:
     from ._guards import RepeatFailureWatcher
     from ._soon import Schedule
 
-__all__ = ["ToolBatcher", "truncated_call_result", "unanswered_call_result"]
+__all__ = [
+    "ToolBatcher",
+    "refused_call_result",
+    "truncated_call_result",
+    "unanswered_call_result",
+]
 
 
 def truncated_call_result(call: ToolCall) -> ToolResult:
@@ -30,6 +35,23 @@ def truncated_call_result(call: ToolCall) -> ToolResult:
         f" {call.name!r} may be incomplete and was not executed. Produce less output"
         " in one response (for example, split a large write into smaller pieces) and"
         " call the tool again.",
+        is_error=True,
+        synthetic=True,
+    )
+
+
+def refused_call_result(call: ToolCall) -> ToolResult:
+    """The error that answers a call of a response the provider stopped as a refusal.
+
+    A refusal (Anthropic ``refusal``, a ``content_filter`` finish) means the
+    provider's safety system cut or filtered the response: a call in it is
+    not one the provider let through whole, so it is not run (fail closed),
+    as a truncated response's calls are not.
+    """
+    return ToolResult(
+        call.id,
+        f"Not run: the provider stopped this response as a refusal (safety or"
+        f" content filter), so the call to {call.name!r} was not executed.",
         is_error=True,
         synthetic=True,
     )
@@ -195,11 +217,13 @@ class ToolBatcher:
             raise
         return tuple(self._runner.finish_batch(results, calls))
 
-    def refuse_truncated(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
-        """Answer every call of a truncated response with an error, without running any."""
+    def refuse(
+        self, calls: Sequence[ToolCall], answer: Callable[[ToolCall], ToolResult]
+    ) -> tuple[ToolResult, ...]:
+        """Answer every call with `answer`'s error, without running any (events as if run)."""
         results = []
         for call in calls:
-            result = truncated_call_result(call)
+            result = answer(call)
             self._on_started(call)
             self._on_completed(call, result)
             results.append(result)

@@ -274,9 +274,12 @@ def responses_sse(turn: Turn) -> str:
                 "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": 0,
             }
-        status = turn.stop or "completed"
+        # "incomplete:<reason>" is an incomplete response with that reason.
+        status, _, reason = (turn.stop or "completed").partition(":")
         kind = "response.completed" if status == "completed" else "response.incomplete"
-        ev(kind, response=dict(base, status=status, usage=usage))
+        details = {"reason": reason} if reason else None
+        final = dict(base, status=status, usage=usage, incomplete_details=details)
+        ev(kind, response=final)
     return "".join(out)
 
 

@@ -293,6 +293,58 @@ async def test_calls_under_an_end_turn_stop_still_run(
     assert outcome.answered == [(False, "ok 1"), (False, "ok 2")]
 
 
+REFUSALS = {
+    "anthropic": "refusal",
+    "openai_chat": "content_filter",
+    "openai_responses": "incomplete:content_filter",
+}
+TRUNCATIONS = {
+    "anthropic": "max_tokens",
+    "openai_chat": "length",
+    "openai_responses": "incomplete:max_output_tokens",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("stops", "why"),
+    [
+        pytest.param(REFUSALS, "as a refusal", id="refusal"),
+        pytest.param(TRUNCATIONS, "truncated at max_tokens", id="truncation"),
+    ],
+)
+async def test_calls_of_a_refused_or_truncated_response_are_answered_not_run(
+    case: Case,
+    server: LoopbackServer,
+    tmp_path: Path,
+    stops: dict[str, str],
+    why: str,
+) -> None:
+    """The provider did not let the response through whole: fail closed, go on."""
+    turn = Turn(calls=(_good(1), _good(2)), stop=stops[case.id])
+    outcome = await run_agent(case, server, tmp_path, sse_for(case.id, turn))
+    assert [error for error, _ in outcome.answered] == [True, True]
+    assert all(why in text and "Not run" in text for _, text in outcome.answered)
+
+
+@pytest.mark.timeout(60)
+async def test_chat_refusal_text_beside_tool_calls_runs_none_of_them(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    """``delta.refusal`` with a ``stop`` finish is a refusal, calls or not."""
+    refusal = (
+        'data: {"id": "c", "object": "chat.completion.chunk", "created": 1,'
+        ' "model": "m", "choices": [{"index": 0, "delta": {"refusal": "I cannot"},'
+        ' "finish_reason": null}]}\n\n'
+    )
+    turn = Turn(calls=(_good(1),), stop="stop", extra_events=(refusal,))
+    outcome = await run_agent(
+        OPENAI_CHAT, server, tmp_path, sse_for("openai_chat", turn)
+    )
+    ((is_error, text),) = outcome.answered
+    assert is_error and "as a refusal" in text
+
+
 # -- usage -------------------------------------------------------------------------
 
 USAGE = [
