@@ -4,14 +4,16 @@ A tool call is emitted the moment its ``content_block_stop`` arrives. A stream
 cut inside a ``tool_use`` block (``max_tokens`` mid-arguments: no
 ``content_block_stop``, straight to ``message_delta``) still yields that call at
 `finish`, with its partial arguments as ``raw_arguments``, as the Chat and
-Responses mappers do, so the loop's truncation path sees it. Thinking
+Responses mappers do, so the loop's truncation path sees it. A block index
+used twice is two blocks, in order (one would otherwise overwrite the other:
+a call lost). Thinking
 blocks are streamed verbatim with their signature (redacted ones with their
 opaque data). Nothing is aggregated here: the chunks go to the caller only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
@@ -61,6 +63,9 @@ class AnthropicStreamMapper:
         self._stop_raw: str | None = None
         self._stopped = False
         self._last_index, self._last_block = -1, -1
+        self._started: set[int] = set()
+        self._keys: dict[int, Hashable] = {}  # a reused index -> its current block
+        self._reused = 0
 
     def feed(self, event: Any) -> tuple[StreamChunk, ...] | list[StreamChunk]:
         """Chunks for one SDK event (most events give none).
@@ -95,7 +100,8 @@ class AnthropicStreamMapper:
     def _number(self, index: int) -> int:
         """Our block number for provider index `index` (the last one is cached)."""
         if index != self._last_index:
-            self._last_index, self._last_block = index, self._blocks.of(index)
+            key = self._keys.get(index, index)
+            self._last_index, self._last_block = index, self._blocks.of(key)
         return self._last_block
 
     def finish(self) -> list[StreamChunk]:
@@ -138,9 +144,23 @@ class AnthropicStreamMapper:
             return (ReasoningChunk("", block=block, signature=delta.signature),)
         return _NOTHING  # citations_delta and future kinds
 
-    def _start(self, event: RawContentBlockStartEvent) -> tuple[StreamChunk, ...]:
-        block = event.content_block
+    def _start(
+        self, event: RawContentBlockStartEvent
+    ) -> tuple[StreamChunk, ...] | list[StreamChunk]:
         index = event.index
+        if index in self._started:
+            # A second block under one index (a gateway that numbers blocks
+            # wrong): a block of its own, after the first, which is closed
+            # first if it was a call still open. Nothing is merged or lost.
+            closed = self._stop(index)
+            self._reused += 1
+            self._keys[index] = ("again", self._reused)
+            self._last_index = -1
+            return [*closed, *self._open(index, event.content_block)]
+        self._started.add(index)
+        return self._open(index, event.content_block)
+
+    def _open(self, index: int, block: Any) -> tuple[StreamChunk, ...]:
         if block.type == "text":
             if block.text:
                 return (TextChunk(block.text, block=self._number(index)),)

@@ -16,7 +16,8 @@ by its id: a proxy may give every event of one item a new id (GitHub Copilot's
 does), and keyed by id each text delta would become its own block, a
 reasoning item would come out twice and a function call would be emitted
 again, empty, at the end. Events without an ``output_index`` fall back to the
-item id.
+item id. A position used again by a second item (added after the first was
+added) is a second item, never merged into the first.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ class ResponsesStreamMapper:
         self._refused = False
         self._final: Any = None
         self._model: str | None = None
+        self._aliases: dict[Hashable, Hashable] = {}  # a reused position -> new key
+        self._opened: set[Hashable] = set()
+        self._closed: set[Hashable] = set()
 
     def feed(self, event: Any) -> tuple[StreamChunk, ...] | list[StreamChunk]:
         """Chunks for one SDK event; raises the neutral error of a failed response."""
@@ -76,16 +80,16 @@ class ResponsesStreamMapper:
         if kind == "response.output_text.delta":
             return (self._text(event),)
         if kind == "response.function_call_arguments.delta":
-            call = self._pending.get(_key(event))
+            call = self._pending.get(self._item(event))
             if call is not None:
                 call.parts.append(event.delta)
             return _NOTHING
         if kind in _REASONING_DELTAS:
             return (self._reasoning_delta(event),)
         if kind == "response.output_item.added":
-            self._added(_key(event), event.item)
+            self._added(self._item(event, starts=True), event.item)
         elif kind == "response.output_item.done":
-            return self._done(_key(event), event.item)
+            return self._done(self._item(event, ends=True), event.item)
         elif kind == "response.refusal.delta":
             self._refused = True
             return (self._text(event),)
@@ -129,17 +133,36 @@ class ResponsesStreamMapper:
         elif kind == "error":
             raise error_from_payload(event.code, event.message)
 
+    def _item(
+        self, event: Any, *, starts: bool = False, ends: bool = False
+    ) -> Hashable:
+        """The key of the item `event` belongs to.
+
+        A position used again, by an item added after the first was added (or
+        done after it was done), is another item: it gets a key of its own, so
+        the two never share a block and neither is lost.
+        """
+        raw = _key(event)
+        key = self._aliases.get(raw, raw) if self._aliases else raw
+        if (starts and key in self._opened) or (ends and key in self._closed):
+            key = self._aliases[raw] = ("again", len(self._opened) + len(self._closed))
+        if starts:
+            self._opened.add(key)
+        if ends:
+            self._closed.add(key)
+        return key
+
     def _text(self, event: Any) -> TextChunk:
         """A text (or refusal) delta, carrying the id of the message it is part of."""
         return TextChunk(
             event.delta,
-            block=self._blocks.of(_key(event)),
+            block=self._blocks.of(self._item(event)),
             provider_id=_id_text(getattr(event, "item_id", None)),
         )
 
     def _reasoning_delta(self, event: Any) -> ReasoningChunk:
         index = getattr(event, "summary_index", 0)
-        key = _key(event)
+        key = self._item(event)
         previous = self._reasoning_seen.get(key)
         self._reasoning_seen[key] = index
         text = event.delta
@@ -155,7 +178,12 @@ class ResponsesStreamMapper:
         if item.type == "function_call":
             added = self._pending.pop(key, None)
             item_id = _item_id(item) or (added.item_id if added else None)
-            return self._ready(key, item.call_id, item.name, item.arguments, item_id)
+            # The done item's arguments are authoritative; a gateway that leaves
+            # them out (null) still streamed them: those are used, not ``{}``.
+            args = item.arguments
+            if not isinstance(args, str):
+                args = "".join(added.parts) if added is not None else None
+            return self._ready(key, item.call_id, item.name or "", args, item_id)
         if item.type == "reasoning":
             text = ""
             if key not in self._reasoning_seen and item.summary:
@@ -174,7 +202,7 @@ class ResponsesStreamMapper:
         key: Hashable,
         call_id: str | None,
         name: str,
-        args: str,
+        args: str | None,
         item_id: str | None,
     ) -> list[StreamChunk]:
         self._emitted_calls = True

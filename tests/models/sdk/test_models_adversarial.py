@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from models_adversary import Call, Turn, chat_sse, sse_for
 from models_loopback import LoopbackServer, SseReply
-from models_sdk_cases import ANTHROPIC, CASES, OPENAI_CHAT, Case
+from models_sdk_cases import ANTHROPIC, CASES, OPENAI_CHAT, OPENAI_RESPONSES, Case
 
 import toolweave as tw
 from toolweave import ModelServerError
@@ -537,6 +537,40 @@ def _with_echo() -> ModelRequest:
     return ModelRequest(
         [Message("user", "go")], tools=(ToolDefinition("echo", "", schema),)
     )
+
+
+# -- positions used twice ----------------------------------------------------------
+
+REUSED = {
+    "anthropic": ('"index": 1', '"index": 0'),
+    "openai_chat": ('"index": 1', '"index": 0'),
+    "openai_responses": ('"output_index": 1', '"output_index": 0'),
+}
+
+
+@pytest.mark.timeout(60)
+async def test_two_calls_under_one_block_index_are_two_calls(
+    case: Case, server: LoopbackServer, tmp_path: Path
+) -> None:
+    """A gateway that numbers both calls 0: neither overwrites the other."""
+    raw = sse_for(case.id, Turn(calls=(_good(1), _good(2)))).raw
+    old, new = REUSED[case.id]
+    assert old in raw
+    outcome = await run_agent(case, server, tmp_path, SseReply(raw.replace(old, new)))
+    assert outcome.answered == [(False, "ok 1"), (False, "ok 2")]
+
+
+async def test_responses_done_item_without_arguments_keeps_the_streamed_ones(
+    server: LoopbackServer,
+) -> None:
+    raw = sse_for("openai_responses", Turn(calls=(_good(5),))).raw
+    done = '"arguments": "{\\"x\\": 5}", "call_id"'
+    assert done in raw
+    server.script(SseReply(raw.replace(done, '"arguments": null, "call_id"')))
+    async with OPENAI_RESPONSES.open(server) as model:
+        response = await model.complete(_with_echo())
+    (call,) = response.tool_calls
+    assert dict(call.input) == {"x": 5} and call.raw_arguments is None
 
 
 # -- thinking ----------------------------------------------------------------------
