@@ -29,10 +29,11 @@ from toolweave.execution import PermissionMode
 from toolweave.messages import ToolCall
 from toolweave.models import ScriptedModel
 from toolweave.tools import Concurrency, SessionState, ToolContext
-from toolweave.tools.builtin import BashTool, coding_tools
+from toolweave.tools.builtin import BashTool, _landlock, coding_tools
 from toolweave.tools.builtin._bash import MAX_COMMAND_BYTES
 from toolweave.tools.builtin._bash_popen import _FdReceiveStream
 from toolweave.tools.builtin._bash_reap import kill_leftovers
+from toolweave.tools.builtin._landlock import SCOPES_ABI, landlock_abi
 from toolweave.tools.builtin._sandbox import Backend, backend_available
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -339,3 +340,28 @@ async def test_a_cancelled_call_kills_a_setsid_child_holding_the_pipe(
         child = int(await anyio.to_thread.run_sync(fifo.read_text))
         tg.cancel_scope.cancel()
     assert not await _gone([child])
+
+
+@pytest.mark.parametrize("probe", ["kill -0", "kill -CONT"])
+async def test_a_sandboxed_command_cannot_signal_the_agent(
+    probe: str, tool: BashTool, state: SessionState
+) -> None:
+    """``kill -9 -1`` would otherwise reach the agent; probe with harmless signals.
+
+    Unconfined (mode off) the probe reaches the agent: proof it is a real one.
+    """
+    raw = {"command": f"{probe} {os.getpid()} && echo REACHED", "writes": True}
+    if tool.sandbox_mode.value == "off":
+        assert await run(tool, raw, state) == "REACHED\n"
+        return
+    if landlock_abi() < SCOPES_ABI:
+        pytest.skip("Landlock scopes need ABI 6")
+    with pytest.raises(ToolError, match="Operation not permitted"):
+        await run(tool, raw, state)
+
+
+def test_scopes_without_abi_6_fail_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scopes-only ruleset on an older kernel is an error, never a no-op."""
+    monkeypatch.setattr(_landlock, "landlock_abi", lambda: SCOPES_ABI - 1)
+    with pytest.raises(OSError, match="ABI 6"):
+        _landlock.Ruleset([], files=False)

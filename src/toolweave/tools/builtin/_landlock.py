@@ -39,6 +39,7 @@ from functools import cache
 
 __all__ = [
     "FS_READ",
+    "SCOPES_ABI",
     "Ruleset",
     "enforce_in_child",
     "fs_all",
@@ -71,6 +72,9 @@ _NET_BIND_TCP = 1 << 0  # ABI 4
 _NET_CONNECT_TCP = 1 << 1
 _SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
 _SCOPE_SIGNAL = 1 << 1
+
+SCOPES_ABI = 6
+"""The first ABI with scopes (signals, abstract Unix sockets)."""
 
 FS_READ = EXECUTE | READ_FILE | READ_DIR
 """Read, list and execute: what every sandboxed command keeps everywhere."""
@@ -158,23 +162,34 @@ class Ruleset:
     ``preexec_fn``, and `close` it once the child has started. Paths that do
     not exist are skipped (a device missing in a container is no error).
 
+    ``files=False`` (ABI >= 6) handles no file-system right at all, only the
+    scopes: the process may not signal, nor reach the abstract sockets of,
+    any process outside its domain, and keeps every file right and the
+    right to mount (bubblewrap, started this way, still builds its sandbox).
+
     Raises:
         OSError: Landlock is unavailable, or the kernel refused a rule.
     """
 
     def __init__(
-        self, rules: Iterable[tuple[str, int]], *, block_tcp: bool = False
+        self,
+        rules: Iterable[tuple[str, int]],
+        *,
+        block_tcp: bool = False,
+        files: bool = True,
     ) -> None:
         abi = landlock_abi()
         numbers = _numbers()
         if abi < 1 or numbers is None:
             raise OSError(errno.ENOSYS, "Landlock is not available")
+        if not files and abi < SCOPES_ABI:
+            raise OSError(errno.ENOTSUP, "Landlock scopes need ABI 6")
         create, add, _ = numbers
-        attr = _RulesetAttr(fs_all(abi), 0, 0)
+        attr = _RulesetAttr(fs_all(abi) if files else 0, 0, 0)
         size = ctypes.sizeof(_RulesetAttr)
         if block_tcp and abi >= 4:
             attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP
-        if abi >= 6:  # no signals to, no abstract sockets of, processes outside
+        if abi >= SCOPES_ABI:  # no signals to, no abstract sockets of, outsiders
             attr.scoped = _SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX_SOCKET
         elif abi >= 4:
             size = 16  # ABI 4 and 5 know two fields

@@ -24,6 +24,9 @@ Backends, chosen once per process (`sandbox_backend`):
   ``.git`` bound onto itself (a mount point cannot be renamed or replaced) and
   its existing config and hooks bound read-only again on top. Preferred
   for workspace-write; for read-only it is the fallback (~10 ms per spawn).
+  With Landlock ABI >= 6 bwrap is started under Landlock *scopes* only, so
+  a command cannot signal processes outside its call (``kill -9 -1`` would
+  otherwise reach the agent and every process of the user).
 - **none**: the bash tool says so once per session (a logged warning and a
   note in the first result) and `conservative_read_only` shrinks what counts
   as read-only to a small core.
@@ -39,6 +42,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -53,9 +57,9 @@ import anyio
 from .._sandbox_mode import SandboxMode
 from ._bash_popen import spawn_popen
 from ._bash_process import ProcessLike, Spawner
-from ._landlock import FS_READ, fs_all, fs_file_write, landlock_abi
+from ._landlock import FS_READ, SCOPES_ABI, fs_all, fs_file_write, landlock_abi
 from ._sandbox_git import GitGuard, protected_git_paths
-from ._sandbox_spawn import spawn_landlocked
+from ._sandbox_spawn import spawn_landlocked, spawn_scoped
 
 __all__ = [
     "Backend",
@@ -74,9 +78,10 @@ _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 _BWRAP_BASE = ("--ro-bind", "/", "/", "--dev", "/dev")
 """Everything (with its submounts, /proc and /sys too) read-only; a private /dev.
 
-No pid namespace: process ids inside are the real ones (``echo $!`` then
-``kill`` from a later call works), and the bash tool's process-group kill
-reaches every process the command started."""
+No pid namespace: process ids inside are the real ones, and the bash tool's
+process-group kill reaches every process the command started. So that the
+command cannot signal processes outside it (the agent), bwrap itself is
+started under Landlock scopes where the kernel has them (`_bwrap_scopable`)."""
 _BWRAP_ISOLATE = ("--die-with-parent",)
 
 
@@ -102,6 +107,20 @@ def _bwrap_usable() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return found if probe.returncode == 0 else None
+
+
+@cache
+def _bwrap_scopable() -> bool:
+    """True if bwrap can be started under Landlock scopes (see `spawn_scoped`).
+
+    Without a pid namespace a command under bwrap could otherwise signal every
+    process of its user, the agent included. Needs Landlock ABI >= 6, and a
+    bwrap that is not set-uid (``no_new_privs`` would strip its privileges).
+    """
+    found = _bwrap_usable()
+    if found is None or landlock_abi() < SCOPES_ABI:
+        return False
+    return not os.stat(found).st_mode & stat.S_ISUID
 
 
 def backend_available(backend: Backend) -> bool:
@@ -235,10 +254,13 @@ class Sandbox:
 
             return landlocked
         prefix = _bwrap_argv(self.root, tmp, cwd, network=self.network)
+        scoped = _bwrap_scopable()
 
         async def bwrapped(
             argv: Sequence[str], cwd: Path, env: Mapping[str, str]
         ) -> ProcessLike:
+            if scoped:
+                return await spawn_scoped([*prefix, *argv], cwd=cwd, env=env)
             return await spawn_popen([*prefix, *argv], cwd, env)
 
         return bwrapped

@@ -24,9 +24,11 @@ spawners) then gives the `Popen` the small async surface `run_shell` needs.
 from __future__ import annotations
 
 import contextvars
+import queue
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import anyio.to_thread
@@ -34,7 +36,7 @@ import anyio.to_thread
 from ._bash_popen import PopenProcess, popen
 from ._landlock import Ruleset, enforce_in_child
 
-__all__ = ["spawn_landlocked"]
+__all__ = ["spawn_landlocked", "spawn_scoped"]
 
 
 def _popen_restricted(
@@ -92,3 +94,83 @@ async def spawn_landlocked(
         _popen_restricted, list(rules), block_tcp, argv, cwd, env
     )
     return PopenProcess(popen)
+
+
+class _ScopedSpawner:
+    """One long-lived thread, restricted by Landlock scopes, that starts processes.
+
+    Why long-lived: bwrap's ``--die-with-parent`` is ``PR_SET_PDEATHSIG``,
+    which fires when the *thread* that started it exits, so a thread per spawn
+    (as `spawn_landlocked` uses) would kill bwrap at once. This thread lives
+    as long as the process, runs nothing but spawns, and is started on first use.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[
+            tuple[
+                Callable[[], subprocess.Popen[bytes]], Future[subprocess.Popen[bytes]]
+            ]
+        ] = queue.SimpleQueue()
+        self._started = False
+
+    def submit(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+    ) -> subprocess.Popen[bytes]:
+        """Start `argv` from the restricted thread; blocks until it has started.
+
+        Raises:
+            OSError: the thread could not restrict itself, or the spawn failed.
+        """
+        with self._lock:
+            if not self._started:
+                threading.Thread(
+                    target=self._serve, name="toolweave-scoped-spawn", daemon=True
+                ).start()
+                self._started = True
+        done: Future[subprocess.Popen[bytes]] = Future()
+        # the caller's context goes along, so the declaration audit sees the spawn
+        context = contextvars.copy_context()
+        self._jobs.put((lambda: context.run(popen, argv, cwd, env), done))
+        return done.result()
+
+    def _serve(self) -> None:
+        failure: OSError | None = None
+        try:
+            ruleset = Ruleset([], files=False)
+            try:
+                enforce_in_child(ruleset.fd)  # this thread only, for good
+            finally:
+                ruleset.close()
+        except OSError as exc:  # every spawn then fails: fail closed
+            failure = exc
+        while True:
+            start, done = self._jobs.get()
+            if failure is not None:
+                done.set_exception(failure)
+                continue
+            try:
+                done.set_result(start())
+            except BaseException as exc:  # handed to the caller's thread
+                done.set_exception(exc)
+
+
+_SCOPED = _ScopedSpawner()
+
+
+async def spawn_scoped(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]
+) -> PopenProcess:
+    """Start `argv` under Landlock scopes only (ABI >= 6), in a new session.
+
+    No file right is taken (bubblewrap started so still mounts its sandbox);
+    the process and everything it starts may not signal any process outside
+    the restricted domain (the agent, the user's other programs: ``kill -9
+    -1``) nor connect to their abstract Unix sockets. Spawned from one
+    long-lived thread (`_ScopedSpawner`), so ``--die-with-parent`` holds.
+
+    Raises:
+        OSError: Landlock refused the ruleset, or the program could not start.
+    """
+    started = await anyio.to_thread.run_sync(_SCOPED.submit, argv, cwd, env)
+    return PopenProcess(started)
