@@ -34,7 +34,12 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._exceptions import ModelConnectionError, ModelError, ModelServerError
+from .._exceptions import (
+    ModelConnectionError,
+    ModelError,
+    ModelServerError,
+    ToolweaveError,
+)
 from ..messages import StopReason
 from ._base import Model, ModelRequest, StreamChunk, StreamEnd, ToolUseReady
 from ._capabilities import (
@@ -179,7 +184,7 @@ class ProviderModel(Model):
                 called = called or isinstance(chunk, ToolUseReady)
                 yield _tool_use_if_called(chunk, called)
         except Exception as exc:
-            mapped = self._map_error(exc)
+            mapped = self._map_stream_error(exc)
             if mapped is None:
                 raise
             raise mapped from exc
@@ -190,6 +195,20 @@ class ProviderModel(Model):
                 await events.close()
         if probing and called:
             self._learned.streaming_with_tools = True  # it streamed a tool call
+
+    def _map_stream_error(self, exc: Exception) -> ModelError | None:
+        """`_map_error`, and a `ValueError` decoding the stream's data as malformed data.
+
+        While a stream is read, a `ValueError` that is not ours comes from the
+        SDK decoding the provider's data (an integer past Python's 4300-digit
+        limit is one the SDKs do not catch).
+        """
+        mapped = self._map_error(exc)
+        if mapped is None and _undecodable(exc):
+            mapped = ModelServerError(
+                f"the provider sent stream data that cannot be decoded: {exc}"[:500]
+            )
+        return mapped
 
     def _malformed(self, exc: Exception, event: object) -> ModelServerError:
         """The error for an event (None: the stream's end) the mapper could not read."""
@@ -273,6 +292,11 @@ class ProviderModel(Model):
 
     def _warn(self, message: str) -> None:
         deliver_warning(message, self._on_warning)
+
+
+def _undecodable(exc: Exception) -> bool:
+    """Whether `exc`, raised while a stream is read, is a decoding failure of its data."""
+    return isinstance(exc, ValueError) and not isinstance(exc, ToolweaveError)
 
 
 _MALFORMED = (AttributeError, TypeError, KeyError, IndexError, ValueError)

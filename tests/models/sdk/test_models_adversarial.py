@@ -27,6 +27,7 @@ import toolweave as tw
 from toolweave import ModelServerError
 from toolweave.messages import Message, Text, Thinking, ToolCall, ToolResult
 from toolweave.models import ModelRequest, RetryPolicy, ToolDefinition
+from toolweave.models._tokens import MAX_TOKENS
 
 pytestmark = [
     pytest.mark.anyio,
@@ -350,6 +351,10 @@ async def test_chat_refusal_text_beside_tool_calls_runs_none_of_them(
 USAGE = [
     pytest.param({"input": -5, "output": -7}, (0, 0), id="negative"),
     pytest.param({"input": 10**18, "output": 10**18}, (10**18, 10**18), id="1e18"),
+    pytest.param(
+        {"input": 10**400, "output": 1}, (MAX_TOKENS, 1), id="400-digits-capped"
+    ),
+    pytest.param({"input": 1e400, "output": 1}, (0, 1), id="infinite"),
     pytest.param({"input": "lots", "output": None}, (0, 0), id="not-numbers"),
     pytest.param({"input": 12.9, "output": [3]}, (12, 0), id="float-and-list"),
     pytest.param(None, (0, 0), id="missing"),
@@ -437,6 +442,17 @@ async def test_a_stream_that_breaks_the_protocol_is_retried(
     assert len(server.requests) == 2
     assert outcome.texts == ["done"]
     assert outcome.calls == []
+
+
+@pytest.mark.timeout(60)
+async def test_an_integer_past_the_decoders_digit_limit_is_retried(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    """Python refuses to parse a 5000-digit integer: the SDK raises ValueError."""
+    raw = sse_for("openai_chat", Turn(text="x", usage={"input": 7, "output": 1})).raw
+    raw = raw.replace('"prompt_tokens": 7', '"prompt_tokens": 1' + "0" * 5000)
+    outcome = await run_agent(OPENAI_CHAT, server, tmp_path, SseReply(raw))
+    assert len(server.requests) == 2 and outcome.texts == ["done"]
 
 
 @pytest.mark.timeout(60)
