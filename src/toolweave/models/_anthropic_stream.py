@@ -19,7 +19,7 @@ from typing import Any, Final, final
 
 from anthropic.types import RawContentBlockDeltaEvent, RawContentBlockStartEvent
 
-from .._exceptions import ModelConnectionError
+from .._exceptions import ModelConnectionError, ModelServerError
 from ..messages import StopReason, Usage
 from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseReady
 from ._blocks import BlockNumbers
@@ -63,7 +63,8 @@ class AnthropicStreamMapper:
         self._stop_raw: str | None = None
         self._stopped = False
         self._last_index, self._last_block = -1, -1
-        self._started: set[int] = set()
+        self._kinds: dict[int, str] = {}  # index -> the type its block started as
+        self._text_index, self._text_block = -1, -1  # the last text delta's block
         self._keys: dict[int, Hashable] = {}  # a reused index -> its current block
         self._reused = 0
 
@@ -78,7 +79,9 @@ class AnthropicStreamMapper:
         if event.__class__ is RawContentBlockDeltaEvent:  # the hot path
             delta: Any = event.delta  # the SDK's union; narrowed by its `type` tag
             if delta.type == "text_delta":
-                return (TextChunk(delta.text, block=self._number(event.index)),)
+                if event.index != self._text_index:
+                    self._enter_text(event.index)
+                return (TextChunk(delta.text, block=self._text_block),)
             return self._delta(event.index, delta)
         kind = getattr(event, "type", None)
         if kind == "content_block_start":
@@ -130,16 +133,48 @@ class AnthropicStreamMapper:
         out.append(StreamEnd(stop, usage, raw_stop_reason=raw, model=self._model))
         return out
 
+    def _enter_text(self, index: int) -> None:
+        """Check a text delta's block is a text block (or unannounced); cache it."""
+        self._expect(index, "text_delta", "text")
+        self._text_index, self._text_block = index, self._number(index)
+
+    def _expect(self, index: int, delta: str, kind: str) -> None:
+        """Raise `ModelServerError` if block `index` started as another kind.
+
+        A delta for a block never started starts it (as `kind`), so a block
+        started later under the same index is another block.
+
+        A delta of one kind into a block of another (text into a tool call,
+        arguments into text) has nowhere to go: folded in, it would overwrite
+        or be overwritten by the block, and something the model said would be
+        lost. The stream is broken; the request is retried.
+        """
+        started = self._kinds.setdefault(index, kind)  # unannounced: started now
+        if started != kind:
+            raise ModelServerError(
+                f"anthropic stream sent a {delta} to content block {index},"
+                f" a {started} block"
+            )
+
     def _delta(self, index: int, delta: Any) -> tuple[StreamChunk, ...]:
         kind = delta.type
         if kind == "input_json_delta":
             slot = self._tools.get(index)
             if slot is not None:
                 slot.parts.append(delta.partial_json)
+            elif self._kinds.get(index) in (None, "tool_use"):
+                # Arguments for a call never opened, or already handed on.
+                raise ModelServerError(
+                    f"anthropic stream sent input_json_delta to content block"
+                    f" {index}, which is not an open tool_use block"
+                )
+            # else: a server tool's input (server_tool_use …): not ours to run
             return _NOTHING
         if kind == "thinking_delta":
+            self._expect(index, kind, "thinking")
             return (ReasoningChunk(delta.thinking, block=self._number(index)),)
         if kind == "signature_delta":
+            self._expect(index, kind, "thinking")
             block = self._number(index)
             return (ReasoningChunk("", block=block, signature=delta.signature),)
         return _NOTHING  # citations_delta and future kinds
@@ -148,16 +183,17 @@ class AnthropicStreamMapper:
         self, event: RawContentBlockStartEvent
     ) -> tuple[StreamChunk, ...] | list[StreamChunk]:
         index = event.index
-        if index in self._started:
+        if index in self._kinds:
             # A second block under one index (a gateway that numbers blocks
             # wrong): a block of its own, after the first, which is closed
             # first if it was a call still open. Nothing is merged or lost.
             closed = self._stop(index)
             self._reused += 1
             self._keys[index] = ("again", self._reused)
-            self._last_index = -1
+            self._last_index = self._text_index = -1
+            self._kinds[index] = event.content_block.type
             return [*closed, *self._open(index, event.content_block)]
-        self._started.add(index)
+        self._kinds[index] = event.content_block.type
         return self._open(index, event.content_block)
 
     def _open(self, index: int, block: Any) -> tuple[StreamChunk, ...]:

@@ -576,6 +576,62 @@ async def test_two_calls_under_one_block_index_are_two_calls(
     assert outcome.answered == [(False, "ok 1"), (False, "ok 2")]
 
 
+def _anthropic_event(kind: str, **body: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **body})}\n\n"
+
+
+def _delta(index: int, **delta: Any) -> str:
+    return _anthropic_event("content_block_delta", index=index, delta=delta)
+
+
+ANTHROPIC_MIXUPS = [
+    pytest.param(
+        _delta(0, type="text_delta", text="lost?"), "text_delta", id="text-into-a-call"
+    ),
+    pytest.param(
+        _delta(0, type="thinking_delta", thinking="hm"),
+        "thinking_delta",
+        id="thinking-into-a-call",
+    ),
+    pytest.param(
+        _delta(0, type="input_json_delta", partial_json='{"x": 1}'),
+        "not an open tool_use",
+        id="arguments-after-the-call-closed",
+    ),
+    pytest.param(
+        _delta(7, type="input_json_delta", partial_json='{"x": 1}'),
+        "not an open tool_use",
+        id="arguments-for-a-block-never-opened",
+    ),
+]
+
+
+@pytest.mark.parametrize(("event", "named"), ANTHROPIC_MIXUPS)
+async def test_anthropic_delta_into_a_block_of_another_kind_fails_the_stream(
+    server: LoopbackServer, event: str, named: str
+) -> None:
+    """Folded in, it would overwrite (or be overwritten by) the call: lost."""
+    turn = Turn(calls=(_good(1),), extra_events=(event,))
+    server.script(sse_for("anthropic", turn))
+    async with ANTHROPIC.open(server) as model:
+        with pytest.raises(ModelServerError, match=named):
+            await model.complete(_with_echo())
+
+
+async def test_anthropic_text_without_a_start_then_a_call_under_its_index(
+    server: LoopbackServer,
+) -> None:
+    """An unannounced text block still owns its index: the call is a block of its own."""
+    raw = sse_for("anthropic", Turn(calls=(_good(1),))).raw
+    head, rest = raw.split("event: content_block_start", 1)
+    text = _delta(0, type="text_delta", text="first")
+    server.script(SseReply(head + text + "event: content_block_start" + rest))
+    async with ANTHROPIC.open(server) as model:
+        response = await model.complete(_with_echo())
+    assert [type(b).__name__ for b in response.content] == ["Text", "ToolCall"]
+    assert response.text == "first"
+
+
 async def test_responses_done_item_without_arguments_keeps_the_streamed_ones(
     server: LoopbackServer,
 ) -> None:
