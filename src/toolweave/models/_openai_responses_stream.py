@@ -26,7 +26,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
-from .._exceptions import ModelConnectionError
+from .._exceptions import ModelConnectionError, ModelServerError
 from ..messages import StopReason, Usage
 from ._base import ReasoningChunk, StreamChunk, StreamEnd, TextChunk, ToolUseReady
 from ._blocks import BlockNumbers
@@ -72,6 +72,7 @@ class ResponsesStreamMapper:
         self._model: str | None = None
         self._aliases: dict[Hashable, Hashable] = {}  # a reused position -> new key
         self._opened: set[Hashable] = set()
+        self._kinds: dict[Hashable, str] = {}  # item key -> its type
         self._closed: set[Hashable] = set()
 
     def feed(self, event: Any) -> tuple[StreamChunk, ...] | list[StreamChunk]:
@@ -154,15 +155,18 @@ class ResponsesStreamMapper:
 
     def _text(self, event: Any) -> TextChunk:
         """A text (or refusal) delta, carrying the id of the message it is part of."""
+        key = self._item(event)
+        self._expect(key, "message", event)
         return TextChunk(
             event.delta,
-            block=self._blocks.of(self._item(event)),
+            block=self._blocks.of(key),
             provider_id=_id_text(getattr(event, "item_id", None)),
         )
 
     def _reasoning_delta(self, event: Any) -> ReasoningChunk:
         index = getattr(event, "summary_index", 0)
         key = self._item(event)
+        self._expect(key, "reasoning", event)
         previous = self._reasoning_seen.get(key)
         self._reasoning_seen[key] = index
         text = event.delta
@@ -170,11 +174,30 @@ class ResponsesStreamMapper:
             text = "\n\n" + text  # a new summary part
         return ReasoningChunk(text, block=self._blocks.of(key))
 
+    def _expect(self, key: Hashable, kind: str, event: Any) -> None:
+        """Raise `ModelServerError` if item `key` is of another kind than `kind`.
+
+        Text streamed into a function call's position (or a call done where
+        text was streamed) has nowhere to go: one would overwrite the other in
+        the response and something the model said would be lost. An item
+        first seen through a delta (no ``output_item.added``) is of the
+        delta's kind from then on.
+        """
+        started = self._kinds.setdefault(key, kind)
+        if started != kind:
+            raise ModelServerError(
+                f"responses stream sent {getattr(event, 'type', 'an event')!s} for"
+                f" output item {key!r}, a {started} item"
+            )
+
     def _added(self, key: Hashable, item: Any) -> None:
+        self._kinds[key] = item.type
         if item.type == "function_call":
             self._pending[key] = _Call(item.call_id, item.name, _item_id(item))
 
     def _done(self, key: Hashable, item: Any) -> list[StreamChunk]:
+        if item.type in ("function_call", "message", "reasoning"):
+            self._expect(key, item.type, item)
         if item.type == "function_call":
             added = self._pending.pop(key, None)
             item_id = _item_id(item) or (added.item_id if added else None)

@@ -632,6 +632,64 @@ async def test_anthropic_text_without_a_start_then_a_call_under_its_index(
     assert response.text == "first"
 
 
+def _responses_event(kind: str, **body: Any) -> str:
+    body = {"type": kind, "sequence_number": 900, **body}
+    return f"event: {kind}\ndata: {json.dumps(body)}\n\n"
+
+
+RESPONSES_MIXUPS = [
+    pytest.param(
+        _responses_event(
+            "response.output_text.delta",
+            item_id="fc_0",
+            output_index=0,
+            content_index=0,
+            delta="lost?",
+            logprobs=[],
+        ),
+        id="text-into-a-call",
+    ),
+    pytest.param(
+        _responses_event(
+            "response.reasoning_summary_text.delta",
+            item_id="fc_0",
+            output_index=0,
+            summary_index=0,
+            delta="hm",
+        ),
+        id="reasoning-into-a-call",
+    ),
+]
+
+
+@pytest.mark.parametrize("event", RESPONSES_MIXUPS)
+async def test_responses_delta_into_an_item_of_another_kind_fails_the_stream(
+    server: LoopbackServer, event: str
+) -> None:
+    turn = Turn(calls=(_good(1),), extra_events=(event,))
+    server.script(sse_for("openai_responses", turn))
+    async with OPENAI_RESPONSES.open(server) as model:
+        with pytest.raises(ModelServerError, match="a function_call item"):
+            await model.complete(_with_echo())
+
+
+async def test_responses_call_done_at_a_finished_message_position_is_its_own_item(
+    server: LoopbackServer,
+) -> None:
+    """A call ``done`` at the position a message already finished at: both kept."""
+    raw = sse_for("openai_responses", Turn(text="said", calls=(_good(1),))).raw
+    raw = raw.replace('"output_index": 1', '"output_index": 0')
+    # Drop the call's own ``added``: its ``done`` lands on the message's position.
+    events = [
+        e for e in raw.split("\n\n") if "output_item.added" not in e or "fc_" not in e
+    ]
+    server.script(SseReply("\n\n".join(events)))
+    async with OPENAI_RESPONSES.open(server) as model:
+        response = await model.complete(_with_echo())
+    assert [type(b).__name__ for b in response.content] == ["Text", "ToolCall"]
+    assert response.text == "said" and dict(response.tool_calls[0].input) == {"x": 1}
+
+
 async def test_responses_done_item_without_arguments_keeps_the_streamed_ones(
     server: LoopbackServer,
 ) -> None:
