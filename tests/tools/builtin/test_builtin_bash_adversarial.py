@@ -365,3 +365,56 @@ def test_scopes_without_abi_6_fail_closed(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(_landlock, "landlock_abi", lambda: SCOPES_ABI - 1)
     with pytest.raises(OSError, match="ABI 6"):
         _landlock.Ruleset([], files=False)
+
+
+GIT_ATTACKS = {
+    "1,500-deep tree in hooks": "mkdir -p .git/hooks/$(printf 'a/%.0s' $(seq 1500))",
+    "50 MB hook": "head -c 50M /dev/zero > .git/hooks/big",
+    "hooks made private, then a new hook": (
+        "chmod 700 .git/hooks; printf '#!/bin/sh\\necho evil\\n' > .git/hooks/pre-commit"
+    ),
+}
+
+
+@pytest.fixture
+def repo(root: Path) -> Path:
+    """The workspace as a fresh git repository."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+@pytest.mark.parametrize("backend", ["landlock", "bwrap"])
+@pytest.mark.parametrize("name", GIT_ATTACKS)
+async def test_git_guard_undoes_what_no_walk_could_read(
+    name: str,
+    backend: Backend,
+    repo: Path,
+    state: SessionState,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Deep or huge trees under .git: the guard neither crashes nor loads them.
+
+    It used to walk recursively (RecursionError out of the call, hooks left in
+    place) and read every new file whole into memory (a 2 GB hook, 2 GB).
+    """
+    if not backend_available(backend):
+        pytest.skip(f"{backend} is not available here")
+    hooks = repo / ".git/hooks"
+    before = sorted(p.name for p in hooks.iterdir())
+    read: list[str] = []
+    real_read = Path.read_bytes
+
+    def recording_read(self: Path) -> bytes:
+        read.append(self.name)
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", recording_read)
+    tool = BashTool(repo, sandbox="workspace-write", sandbox_backend=backend)
+    raw = {"command": GIT_ATTACKS[name] + "; echo done", "writes": True}
+    try:
+        out = await run(tool, raw, state)
+    except ToolError as exc:  # refused by a read-only bind (bwrap): fine too
+        out = str(exc)
+    assert out.startswith("done") or "Read-only file system" in out, out
+    assert sorted(p.name for p in hooks.iterdir()) == before
+    assert "big" not in read

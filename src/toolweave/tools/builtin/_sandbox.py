@@ -216,7 +216,8 @@ class Sandbox:
     async def confine(self, mode: SandboxMode, cwd: Path) -> AsyncIterator[Confinement]:
         """Prepare one call in `mode`; clean up (temp dir, git guard) afterwards.
 
-        Checkpoints: the temp dir is removed in a worker thread.
+        Checkpoints: the git guard's snapshot and restore and the temp dir's
+        removal run in worker threads (a command can make them large).
         """
         backend = self.backend_for(mode)
         confinement = Confinement(mode, backend)
@@ -227,13 +228,16 @@ class Sandbox:
         if mode is SandboxMode.WORKSPACE_WRITE:
             tmp = _private_tmp()
             confinement.env["TMPDIR"] = str(tmp)
-        guard = GitGuard(self.root) if tmp else None  # files a mount cannot cover
+        guard = None  # files a mount cannot cover; walked off the loop
+        if tmp is not None:
+            guard = await anyio.to_thread.run_sync(GitGuard, self.root)
         confinement.spawn = self._spawner(backend, tmp, cwd)
         try:
             yield confinement
         finally:
             if guard is not None:
-                confinement.restored = guard.restore()
+                with anyio.CancelScope(shield=True):  # a cancelled call is undone too
+                    confinement.restored = await anyio.to_thread.run_sync(guard.restore)
             if tmp is not None:
                 with anyio.CancelScope(shield=True):  # cancelled calls clean up too
                     await anyio.to_thread.run_sync(

@@ -78,31 +78,53 @@ def protected_git_paths(root: Path) -> list[Path]:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    kind: str  # "file" | "link" | "dir"
+    kind: str  # "file" | "link" | "dir" | "unread" (a file not read: see _entry)
     data: bytes = b""
     mode: int = 0o644
 
 
-def _entry(path: Path) -> _Entry | None:
+def _entry(
+    path: Path, known: _Entry | None = None, *, read: bool = True
+) -> _Entry | None:
+    """What is at `path` now (no link followed); None if nothing.
+
+    With ``read=False`` a file's content is read only when it could equal
+    `known` (same size), so a huge file the command wrote is never loaded:
+    a file not read is an ``unread`` entry, equal to nothing.
+    """
     if path.is_symlink():
         return _Entry("link", os.readlink(path).encode())
     if path.is_dir():
         return _Entry("dir", mode=path.stat().st_mode & 0o7777)
     if path.is_file():
-        return _Entry("file", path.read_bytes(), path.stat().st_mode & 0o7777)
+        st = path.stat()
+        mode = st.st_mode & 0o7777
+        if read or (known and known.kind == "file" and len(known.data) == st.st_size):
+            return _Entry("file", path.read_bytes(), mode)
+        return _Entry("unread", mode=mode)
     return None
 
 
-def _tree(top: Path) -> dict[Path, _Entry]:
-    """Every entry at and under `top`, without following links."""
+def _tree(top: Path, before: dict[Path, _Entry] | None = None) -> dict[Path, _Entry]:
+    """Every entry at and under `top`, without following links (an explicit stack).
+
+    With `before` (the snapshot), the walk only enters directories that were
+    there before and reads only files that could be unchanged: what the
+    command created is recorded at its top and removed whole, so neither its
+    depth nor its size matters (a 1,500-deep ``hooks/a/a/…`` or a 2 GB file).
+    """
     found: dict[Path, _Entry] = {}
-    entry = _entry(top)
-    if entry is None:
-        return found
-    found[top] = entry
-    if entry.kind == "dir":
-        for child in sorted(top.iterdir()):
-            found.update(_tree(child))
+    stack = [top]
+    while stack:
+        path = stack.pop()
+        known = None if before is None else before.get(path)
+        entry = _entry(path, known, read=before is None)
+        if entry is None:
+            continue
+        found[path] = entry
+        was_dir = before is None or (known is not None and known.kind == "dir")
+        if entry.kind == "dir" and was_dir:
+            stack.extend(sorted(path.iterdir(), reverse=True))
     return found
 
 
@@ -111,6 +133,14 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     elif os.path.lexists(path):
         path.unlink()
+
+
+def _discard(path: Path, root: Path) -> None:
+    """Remove `path`; if it cannot be (too deep for rmtree), move it out of git's way."""
+    try:
+        _remove(path)
+    except (OSError, RecursionError):
+        path.rename(root / f".git-discarded-{uuid.uuid4().hex[:8]}")
 
 
 def _real_parents(path: Path, root: Path) -> None:
@@ -193,10 +223,10 @@ class GitGuard:
         after: dict[Path, _Entry] = {}
         tops = dict.fromkeys([*self._tops, *_candidates(self.root)])
         for top in tops:
-            after.update(_tree(top))
+            after.update(_tree(top, self._before))
         for path in sorted(set(after) - set(self._before), reverse=True):
             if os.path.lexists(path):
-                _remove(path)
+                _discard(path, self.root)
             changed.append(str(path.relative_to(self.root)))
         git = self.root / ".git"
         gone = git.is_symlink() or not git.is_dir()  # deleted: make no skeleton
