@@ -14,7 +14,7 @@ from ._anthropic_replay import anthropic_replay
 from ._anthropic_stream import AnthropicStreamMapper
 from ._base import ModelRequest
 from ._provider import EventMapper, ProviderModel
-from ._sdk_streams import ReplayStream, SDKStream
+from ._sdk_streams import SDKStream, replay_of
 from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
@@ -114,7 +114,7 @@ class AnthropicModel(ProviderModel):
             # An explicit timeout: the SDK refuses a whole request it guesses
             # might take over ten minutes unless the caller sets the deadline.
             message = await self._sdk().messages.create(**params, timeout=self._timeout)
-            return ReplayStream(anthropic_replay(message))
+            return replay_of(anthropic_replay, message, self._provider)
         events: SDKStream = await self._sdk().messages.create(stream=True, **params)
         return events
 

@@ -18,7 +18,7 @@ from ._openai_chat_replay import chat_replay
 from ._openai_chat_stream import ChatStreamMapper
 from ._openai_errors import map_openai_error
 from ._provider import EventMapper, ProviderModel
-from ._sdk_streams import ReplayStream, SDKStream
+from ._sdk_streams import SDKStream, replay_of
 from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
@@ -135,7 +135,7 @@ class OpenAIChatModel(ProviderModel):
         params = utf8_payload(params)
         if not stream:
             completion = await self._sdk().chat.completions.create(**params)
-            return ReplayStream(chat_replay(completion))
+            return replay_of(chat_replay, completion, self._provider)
         events: SDKStream = await self._sdk().chat.completions.create(
             stream=True, **params
         )

@@ -16,7 +16,7 @@ from ._openai_responses_convert import responses_params
 from ._openai_responses_replay import responses_replay
 from ._openai_responses_stream import ResponsesStreamMapper
 from ._provider import EventMapper, ProviderModel
-from ._sdk_streams import ReplayStream, SDKStream
+from ._sdk_streams import SDKStream, replay_of
 from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
@@ -126,7 +126,7 @@ class OpenAIResponsesModel(ProviderModel):
         params = utf8_payload(params)
         if not stream:
             response = await self._sdk().responses.create(**params)
-            return ReplayStream(responses_replay(response))
+            return replay_of(responses_replay, response, self._provider)
         events: SDKStream = await self._sdk().responses.create(stream=True, **params)
         return events
 

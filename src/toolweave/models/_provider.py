@@ -50,7 +50,7 @@ from ._capabilities import (
     parallel_flag_supported,
 )
 from ._errors import names_parameter, refuses_streaming
-from ._sdk_streams import SDKStream, peek
+from ._sdk_streams import MALFORMED, SDKStream, peek
 from ._warnings import WarningHandler, deliver_warning
 
 __all__ = ["EventMapper", "ProviderModel"]
@@ -171,14 +171,14 @@ class ProviderModel(Model):
             async for event in iterator:
                 try:
                     chunks = mapper.feed(event)
-                except _MALFORMED as exc:
+                except MALFORMED as exc:
                     raise self._malformed(exc, event) from exc
                 for chunk in chunks:
                     called = called or isinstance(chunk, ToolUseReady)
                     yield chunk
             try:
                 ending = mapper.finish()
-            except _MALFORMED as exc:
+            except MALFORMED as exc:
                 raise self._malformed(exc, None) from exc
             for chunk in ending:
                 called = called or isinstance(chunk, ToolUseReady)
@@ -297,10 +297,6 @@ class ProviderModel(Model):
 def _undecodable(exc: Exception) -> bool:
     """Whether `exc`, raised while a stream is read, is a decoding failure of its data."""
     return isinstance(exc, ValueError) and not isinstance(exc, ToolweaveError)
-
-
-_MALFORMED = (AttributeError, TypeError, KeyError, IndexError, ValueError)
-"""What a mapper raises on an event whose fields are missing or of the wrong type."""
 
 
 def _tool_use_if_called(chunk: StreamChunk, called: bool) -> StreamChunk:

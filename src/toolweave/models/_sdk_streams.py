@@ -2,19 +2,34 @@
 
 - `SDKStream`: what we need of an SDK's async stream (iterate, close).
 - `ReplayStream`: a whole (non-streamed) response as the events its stream
-  would have carried, so it goes through the stream mapper unchanged.
+  would have carried, so it goes through the stream mapper unchanged;
+  `replay_of` builds one and reports a body it cannot read (the SDKs do not
+  validate: a JSON string, a list or an object missing its fields arrives as
+  it came) as `ModelServerError`, like a malformed stream event.
 - `peek`: read a live stream's first event ahead, to tell "the server gave up
   before sending anything" from a stream that started, without losing it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from typing import Any, Protocol, final
 
 import anyio
 
-__all__ = ["PeekedStream", "ReplayStream", "SDKStream", "peek"]
+from .._exceptions import ModelServerError
+
+__all__ = [
+    "MALFORMED",
+    "PeekedStream",
+    "ReplayStream",
+    "SDKStream",
+    "peek",
+    "replay_of",
+]
+
+MALFORMED = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+"""What reading an SDK object raises when its fields are missing or of the wrong type."""
 
 
 class SDKStream(Protocol):
@@ -45,6 +60,22 @@ class ReplayStream:
 
     async def close(self) -> None:
         """Nothing to release (the HTTP response was read whole)."""
+
+
+def replay_of(
+    convert: Callable[[Any], Iterable[Any]], body: Any, provider: str
+) -> ReplayStream:
+    """`body` (a whole response) replayed as events by `convert`.
+
+    Raises `ModelServerError` naming `provider` if the body cannot be read.
+    """
+    try:
+        return ReplayStream(convert(body))
+    except MALFORMED as exc:
+        raise ModelServerError(
+            f"the {provider} provider sent a malformed response:"
+            f" {type(exc).__name__}: {exc}"[:500]
+        ) from exc
 
 
 @final

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 from models_adversary import Call, Turn, chat_sse, sse_for
-from models_loopback import LoopbackServer, SseReply
+from models_loopback import JsonReply, LoopbackServer, SseReply
 from models_sdk_cases import ANTHROPIC, CASES, OPENAI_CHAT, OPENAI_RESPONSES, Case
 
 import toolweave as tw
-from toolweave import ModelServerError
+from toolweave import ModelError, ModelServerError
 from toolweave.messages import Message, Text, Thinking, ToolCall, ToolResult
 from toolweave.models import ModelRequest, RetryPolicy, ToolDefinition
 from toolweave.models._tokens import MAX_TOKENS
@@ -442,6 +442,33 @@ async def test_a_stream_that_breaks_the_protocol_is_retried(
     assert len(server.requests) == 2
     assert outcome.texts == ["done"]
     assert outcome.calls == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("just a string", id="a-string"),
+        pytest.param([1, 2], id="a-list"),
+        pytest.param({"content": None, "output": None}, id="fields-null"),
+    ],
+)
+async def test_a_whole_response_that_cannot_be_read_is_a_server_error(
+    case: Case, server: LoopbackServer, body: Any
+) -> None:
+    """Not streamed: the SDK hands the body on unvalidated; reading it fails closed.
+
+    A retryable `ModelError`, never an internal error: "malformed response"
+    where the body is unreadable; a Chat body with no choices reads as a
+    response that never finished.
+    """
+    server.script(JsonReply(200, body))
+    async with case.open(server, stream=False) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.complete(ModelRequest([Message("user", "go")]))
+    assert caught.value.retryable
+    assert "malformed response" in str(caught.value) or (
+        case is OPENAI_CHAT and "without a finish_reason" in str(caught.value)
+    )
 
 
 @pytest.mark.timeout(60)
