@@ -12,12 +12,14 @@ fork bomb, no multi-GB memory): the machine is shared.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -29,7 +31,7 @@ from toolweave.execution import PermissionMode
 from toolweave.messages import ToolCall
 from toolweave.models import ScriptedModel
 from toolweave.tools import Concurrency, SessionState, ToolContext
-from toolweave.tools.builtin import BashTool, _landlock, coding_tools
+from toolweave.tools.builtin import BashTool, _bash_popen, _landlock, coding_tools
 from toolweave.tools.builtin._bash import MAX_COMMAND_BYTES
 from toolweave.tools.builtin._bash_popen import _FdReceiveStream
 from toolweave.tools.builtin._bash_reap import kill_leftovers
@@ -418,3 +420,26 @@ async def test_git_guard_undoes_what_no_walk_could_read(
     assert out.startswith("done") or "Read-only file system" in out, out
     assert sorted(p.name for p in hooks.iterdir()) == before
     assert "big" not in read
+
+
+async def test_a_spawn_that_cannot_be_watched_is_an_error_and_leaves_nothing(
+    root: Path, state: SessionState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of descriptors after the fork: the child is killed and reaped, not leaked."""
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = _bash_popen.popen
+
+    def recording_popen(*args: Any) -> subprocess.Popen[bytes]:
+        started.append(real_popen(*args))
+        return started[-1]
+
+    def no_pidfd(pid: int) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(_bash_popen, "popen", recording_popen)
+    monkeypatch.setattr(_bash_popen.os, "pidfd_open", no_pidfd)
+    tool = BashTool(root, sandbox="off")
+    with pytest.raises(ToolError, match=r"could not be started: .*Too many open files"):
+        await run(tool, {"command": "sleep 1000", "writes": True}, state)
+    assert len(started) == 1
+    assert started[0].returncode == -signal.SIGKILL

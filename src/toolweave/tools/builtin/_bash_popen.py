@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -89,9 +90,24 @@ class PopenProcess:
     """
 
     def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        """Take over a started `popen`; if that fails, kill and reap it first.
+
+        Blocking only on that failure path (build it in the spawning worker
+        thread, as `spawn_popen` does).
+
+        Raises:
+            OSError: no pidfd (out of descriptors): the child is then gone.
+        """
         assert popen.stdout is not None
         self._popen = popen
-        self._pidfd = os.pidfd_open(popen.pid)
+        try:
+            self._pidfd = os.pidfd_open(popen.pid)
+        except OSError:  # never leave a command running that nobody waits for
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(popen.pid, signal.SIGKILL)
+            popen.wait()
+            popen.stdout.close()
+            raise
         self.pid = popen.pid
         """The child's process id (its process group id too, with a new session)."""
         self.stdout = _FdReceiveStream(popen.stdout)
@@ -143,4 +159,8 @@ async def spawn_popen(
     Raises:
         OSError: the program could not start.
     """
-    return PopenProcess(await anyio.to_thread.run_sync(popen, argv, cwd, env))
+    return await anyio.to_thread.run_sync(_started, argv, cwd, env)
+
+
+def _started(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> PopenProcess:
+    return PopenProcess(popen(argv, cwd, env))

@@ -90,10 +90,11 @@ async def spawn_landlocked(
     Raises:
         OSError: Landlock refused the ruleset, or the program could not start.
     """
-    popen = await anyio.to_thread.run_sync(
-        _popen_restricted, list(rules), block_tcp, argv, cwd, env
-    )
-    return PopenProcess(popen)
+
+    def started() -> PopenProcess:
+        return PopenProcess(_popen_restricted(list(rules), block_tcp, argv, cwd, env))
+
+    return await anyio.to_thread.run_sync(started)
 
 
 class _ScopedSpawner:
@@ -172,5 +173,8 @@ async def spawn_scoped(
     Raises:
         OSError: Landlock refused the ruleset, or the program could not start.
     """
-    started = await anyio.to_thread.run_sync(_SCOPED.submit, argv, cwd, env)
-    return PopenProcess(started)
+
+    def started() -> PopenProcess:
+        return PopenProcess(_SCOPED.submit(argv, cwd, env))
+
+    return await anyio.to_thread.run_sync(started)
