@@ -116,6 +116,11 @@ ROWS: dict[str, Row] = {
     ),
     "stdin is empty": Row('cat; read x; echo "[$x] $?"', None, r"^\[\] 1\n$"),
     "no terminal": Row("echo hi > /dev/tty", ToolError, r"/dev/tty: .*exit code 1"),
+    "unterminated quote": Row('echo "abc', ToolError, r"unexpected EOF.*exit code 2"),
+    "heredoc": Row("cat <<EOF\nhello $((1+1))\nEOF", None, r"^hello 2\n$"),
+    "1,000-deep brace groups": Row(
+        "{ " * 1000 + "echo deep; " + "}; " * 1000, None, r"^deep\n$"
+    ),
 }
 
 MODES = {
@@ -443,3 +448,19 @@ async def test_a_spawn_that_cannot_be_watched_is_an_error_and_leaves_nothing(
         await run(tool, {"command": "sleep 1000", "writes": True}, state)
     assert len(started) == 1
     assert started[0].returncode == -signal.SIGKILL
+
+
+async def test_environment_set_by_one_call_does_not_reach_the_next(
+    tool: BashTool, state: SessionState
+) -> None:
+    """Each call is a fresh ``bash -c``: exports, traps and hooks die with it."""
+    names = ("BASH_ENV", "ENV", "PROMPT_COMMAND", "LD_PRELOAD")
+    if any(n in tool.env for n in names):
+        pytest.skip("the test environment sets one of these itself")
+    first = (
+        "export BASH_ENV=/dev/null ENV=/dev/null PROMPT_COMMAND=x LD_PRELOAD=; echo set"
+    )
+    assert await run(tool, {"command": first, "writes": True}, state) == "set\n"
+    second = "echo " + "".join(f"[${{{n}-unset}}]" for n in names)
+    out = await run(tool, {"command": second, "writes": True}, state)
+    assert out == "[unset]" * len(names) + "\n"
