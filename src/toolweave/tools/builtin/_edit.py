@@ -165,7 +165,7 @@ class EditTool(_FileChangeTool):
         updated = (
             text.replace(old, new) if args["replace_all"] else text.replace(old, new, 1)
         )
-        _write(path, rel, updated.encode("utf-8"))
+        _write(path, rel, _utf8(updated, "new_string"))
         record_write(state, path)
         done = count if args["replace_all"] else 1
         plural = "s" if done > 1 else ""
@@ -231,7 +231,7 @@ class WriteTool(_FileChangeTool):
             require_fresh_read(state, path, st, rel)
         elif not path.parent.is_dir():
             _make_parents(path, rel, self.workspace)
-        data = args["content"].encode("utf-8")
+        data = _utf8(args["content"], "content")
         _write(path, rel, data)
         record_write(state, path)
         verb = "Overwrote" if existed else "Created"
@@ -303,19 +303,42 @@ def _read_for_change(path: Path, rel: str, state: SessionState) -> str:
 
 
 def _match_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
-    """`old` and `new` with CRLF line ends if that is how `old` occurs in `text`.
+    """`old` and `new` with the line ends `old` occurs with in `text`.
 
     read shows lines without their carriage returns, so a multi-line old_string
-    the model copied from a CRLF file holds plain line feeds and would never match. When it
-    does not match as given but does with CRLF ends, both strings are used with
-    CRLF ends, so the file keeps its line endings. Otherwise they are unchanged.
+    copied from a CRLF file holds plain line feeds and would never match (and a
+    model may send CRLF against an LF file). When `old` does not match as given
+    but does with the other line ends, both strings are used with those, so the
+    file keeps its line endings. Otherwise they are unchanged.
     """
-    if "\n" not in old or "\r\n" not in text or old in text:
+    if "\n" not in old or old in text:
         return old, new
-    crlf_old = old.replace("\r\n", "\n").replace("\n", "\r\n")
-    if crlf_old not in text:
-        return old, new
-    return crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
+
+    def lf(s: str) -> str:
+        return s.replace("\r\n", "\n")
+
+    def crlf(s: str) -> str:
+        return lf(s).replace("\n", "\r\n")
+
+    for convert in (crlf, lf):
+        if convert(old) in text:
+            return convert(old), convert(new)
+    return old, new
+
+
+def _utf8(text: str, what: str) -> bytes:
+    """`text` as UTF-8, or an input error naming the character that has no encoding.
+
+    JSON lets a model escape a lone surrogate (U+D800 to U+DFFF); UTF-8 has no form
+    for it, and writing a replacement instead would silently change the content.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolInputError(
+            f"{what} holds {text[exc.start]!r} at position {exc.start}, a lone "
+            "surrogate that cannot be written as UTF-8; send the intended character"
+        ) from None
 
 
 def _snippet(text: str, start: int, inserted: str) -> str:
