@@ -200,3 +200,13 @@ def test_declaration(root: Path) -> None:
         tool.access_for(tool.parse({"pattern": "x", "path": "/etc"}))
         == Access.barrier()
     )
+
+
+@pytest.mark.timeout(30)
+def test_the_python_engine_never_blocks_on_a_fifo_swapped_in(root: Path) -> None:
+    """The walk saw a regular file; a FIFO in its place by the time it is opened is
+    refused on the open descriptor (no writer ever comes: a plain open would block)."""
+    from toolweave.tools.builtin._grep_python import _text_lines
+
+    os.mkfifo(root / "swapped")
+    assert _text_lines(root / "swapped") is None

@@ -24,7 +24,7 @@ from .._context import ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import Tool
 from ._grep_python import GrepQuery, PatternTooSlow, python_grep
-from ._textfile import MAX_LINE_CHARS, SNIFF_BYTES, is_binary
+from ._textfile import MAX_LINE_CHARS, SNIFF_BYTES, is_binary, open_regular
 from ._walk import SKIPPED_DIRS
 from ._workspace import Workspace
 
@@ -142,7 +142,7 @@ class GrepTool(Tool):
         if not (start.is_file() or start.is_dir()):
             raise ToolError(f"{self.workspace.relative(start)} is not a regular file")
         if start.is_file():
-            with start.open("rb") as stream:
+            with open_regular(start, self.workspace.relative(start)) as stream:
                 if is_binary(stream.read(SNIFF_BYTES)):
                     raise ToolError(
                         f"{self.workspace.relative(start)} is a binary file"

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import regex
 
-from ._textfile import SNIFF_BYTES, is_binary, iter_lines
+from ..._exceptions import ToolError
+from ._textfile import SNIFF_BYTES, is_binary, iter_lines, open_regular
 from ._walk import compile_glob, walk_files
 from ._workspace import Workspace
 
@@ -78,13 +79,18 @@ def _content(
 
 
 def _text_lines(path: Path) -> list[str] | None:
+    """The file's lines, or None if it is binary, unreadable or not a regular file.
+
+    Opened with `open_regular`: a FIFO or device swapped in after the walk saw
+    a regular file is refused on the open descriptor, never blocked on.
+    """
     try:
-        with path.open("rb") as stream:
+        with open_regular(path, path.name) as stream:
             if is_binary(stream.read(SNIFF_BYTES)):
                 return None
             stream.seek(0)
             return list(iter_lines(stream))
-    except OSError:
+    except (OSError, ToolError):
         return None
 
 
