@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import pydantic_core
 
+from .._utf8 import utf8_text
 from ..messages import ContentBlock, Image, Text, ToolResult
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "utf8_text",
 ]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Content: TypeAlias = str | Sequence[ContentBlock]
 """What a ToolResult holds: text, or text and image blocks."""
@@ -132,17 +131,6 @@ def to_content(output: object) -> tuple[Content, bool]:
             content, _ = to_content(getattr(output, "content"))  # noqa: B009
             return content, flag
     return _json_text(output), False
-
-
-def utf8_text(text: str) -> str:
-    """`text` with every lone surrogate replaced by U+FFFD (the text itself if none)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
 
 
 def utf8_safe(result: ToolResult) -> ToolResult:

@@ -10,24 +10,13 @@ itself keeps what was said.
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
+
+from .._utf8 import utf8_text
 
 __all__ = ["utf8_payload"]
 
 T = TypeVar("T")
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _text(value: str) -> str:
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", value)
-    return value
 
 
 def utf8_payload(value: T) -> T:
@@ -41,12 +30,12 @@ def utf8_payload(value: T) -> T:
 
 def _clean(value: Any) -> Any:
     if isinstance(value, str):
-        return _text(value)
+        return utf8_text(value)
     if isinstance(value, dict):
         changed = False
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            new_key = _text(key) if isinstance(key, str) else key
+            new_key = utf8_text(key) if isinstance(key, str) else key
             new_item = _clean(item)
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item

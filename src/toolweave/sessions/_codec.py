@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .._exceptions import StoreError
+from .._utf8 import is_utf8_encodable, utf8_text
 from ..events import Event, FileRead
 from ..messages import (
     Image,
@@ -72,28 +72,13 @@ def dumps(value: object) -> str:
     ASCII escapes instead, which `json.loads` reads back to the same string.
     """
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
-    if text.isascii() or is_utf8_encodable(text):
+    if is_utf8_encodable(text):
         return text
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=repr)
 
 
-def is_utf8_encodable(text: str) -> bool:
-    """False if `text` holds a lone surrogate (no UTF-8 encoding exists for it)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def storable_text(text: str) -> str:
-    """`text` with each lone surrogate replaced by U+FFFD, so SQLite can store it."""
-    if text.isascii() or is_utf8_encodable(text):
-        return text
-    return _SURROGATE.sub("\ufffd", text)
+storable_text = utf8_text
+"""`text` with each lone surrogate replaced by U+FFFD, so SQLite can store it."""
 
 
 def usage_to_json(usage: Usage) -> Json:
