@@ -1,4 +1,4 @@
-"""The ceiling and the owner's cancel share one scope per call (CallScope): who cut first wins.
+"""The ceiling and the owner's cancel share one scope per call (`at_ceiling`): who cut first wins.
 
 With an interrupt token the engine cancels a call for its owner (selective
 cancel in a batch, the user's interrupt on a single call) through the same

@@ -34,14 +34,15 @@ import anyio
 from ..messages import ToolCall, ToolResult
 from ..tools import Access, Interrupt, ToolRegistry
 from ..tools._cancel import is_fatal
+from ..tools._deadline import DeadlineScope
 from ._calls import (
     CLOSED,
     DISCARDED,
     INTERRUPTED,
-    CallScope,
     CompletedListener,
     Runner,
     StartedListener,
+    at_ceiling,
     fatal_reason,
     fire_completed,
     fire_started,
@@ -117,7 +118,7 @@ class Batch:
         self.results: list[ToolResult | None] = []
         self._finished: list[bool] = []
         self._state: list[_State] = []
-        self._scopes: list[CallScope | None] = []
+        self._scopes: list[DeadlineScope | None] = []
         self._why: list[str | None] = []
         # readiness: unfinished dependencies, who waits for whom, readiness steps
         self._blockers: list[int] = []
@@ -326,12 +327,12 @@ class Batch:
                     if ceiling is None and not self._selective:
                         result = await guarded(self._runner, call)
                     else:
-                        # One scope for the selective cancel and the ceiling (CallScope).
-                        with CallScope(ceiling) as scope:
+                        # One scope for the selective cancel and the ceiling (at_ceiling).
+                        with DeadlineScope(ceiling) as scope:
                             if self._selective:
                                 self._scopes[index] = scope
                             result = await guarded(self._runner, call)
-                        result = scope.answer(call, result)
+                        result = at_ceiling(scope, call, result, ceiling)
                 finally:
                     host.running -= 1
         except BaseException as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from types import TracebackType
 
 from ..messages import ToolCall, ToolResult
 from ..tools._cancel import cancelled_from_outside, is_cancellation
@@ -16,10 +15,10 @@ __all__ = [
     "CLOSED",
     "DISCARDED",
     "INTERRUPTED",
-    "CallScope",
     "CompletedListener",
     "Runner",
     "StartedListener",
+    "at_ceiling",
     "fatal_reason",
     "fire_completed",
     "fire_started",
@@ -79,71 +78,38 @@ async def invoke(
     if ceiling is None:
         return await guarded(runner, call)
     result: ToolResult | None = None
-    with abandoning_threads(), CallScope(ceiling) as scope:
+    with abandoning_threads(), DeadlineScope(ceiling) as scope:
         result = await guarded(runner, call)
-    answer = scope.answer(call, result)
+    answer = at_ceiling(scope, call, result, ceiling)
     return answer if answer is not None else timed_out(call, ceiling)
 
 
-class CallScope:
-    """One running call's only cancel scope: its owner's cancel and its ceiling, in one.
+def at_ceiling(
+    scope: DeadlineScope,
+    call: ToolCall,
+    result: ToolResult | None,
+    ceiling: float | None,
+) -> ToolResult | None:
+    """`result`, or the ceiling's timeout result if `scope`'s deadline passed first.
 
-    Why one scope: a call under both a cancel its owner may send (a selective
-    cancel, a user interrupt) and the per-call ceiling used to nest two anyio
-    scopes, each with its own bookkeeping, and that doubled the engine's cost per
-    call. The ceiling is a `DeadlineScope` deadline, which shares one timer per
-    event loop instead of arming one per call.
-
-    Contract: enter it around the call, inside an `abandoning_threads` zone when
-    there is a ceiling (the batch sets one zone for all its calls); call `cancel`
-    to stop it for the owner; after the block, `answer(call, result)` gives the
-    ceiling's timeout result if the deadline cut the call off first, else
-    `result` unchanged (None if the owner cancelled it). Whichever came first
-    wins, even if the other fires while the tool is still unwinding: a cancel
-    after the deadline fired leaves a timeout, a deadline passing after the
-    owner's cancel leaves the cancel.
+    One running call has one cancel scope, a `DeadlineScope` whose deadline is
+    the call's ceiling (one shared timer per event loop, not one per call) and
+    whose `cancel()` is its owner's (a selective cancel, a user interrupt): two
+    nested scopes doubled the engine's cost per call. Enter it inside an
+    `abandoning_threads` zone when there is a ceiling (the batch sets one zone
+    for all its calls). After the block: None if the owner cut the call, the
+    timeout result if the deadline did, else `result` unchanged. Whichever
+    came first wins, even if the other fires while the tool is still
+    unwinding. A call that returned after its deadline (a shielded part ran
+    on) is timed out too, as for a tool's own timeout: output withheld,
+    context change kept.
     """
-
-    __slots__ = ("_scope", "ceiling")
-
-    def __init__(self, ceiling: float | None) -> None:
-        self.ceiling = ceiling
-        self._scope = DeadlineScope(ceiling)
-
-    def __enter__(self) -> CallScope:
-        self._scope.__enter__()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        return self._scope.__exit__(exc_type, exc, tb)
-
-    def cancel(self) -> None:
-        """Stop the call for its owner; a no-op once its deadline already cut it off."""
-        self._scope.cancel()
-
-    def answer(self, call: ToolCall, result: ToolResult | None) -> ToolResult | None:
-        """`result`, or the ceiling's timeout result if the deadline passed first.
-
-        Also when the call returned after the deadline (a shielded part ran
-        on): the ceiling bounds the call whatever it does, as a tool's own
-        timeout does (its context change is kept).
-        """
-        if not self._scope.expired:
-            return result
-        assert self.ceiling is not None  # only a deadline expires
-        if result is None:
-            return timed_out(call, self.ceiling) if self.cancelled_caught else None
-        return timed_out(call, self.ceiling, late=result)
-
-    @property
-    def cancelled_caught(self) -> bool:
-        """True if the call was cut off (by its owner or its deadline)."""
-        return self._scope.cancelled_caught
+    if not scope.expired:
+        return result
+    assert ceiling is not None  # only a deadline expires
+    if result is None:
+        return timed_out(call, ceiling) if scope.cancelled_caught else None
+    return timed_out(call, ceiling, late=result)
 
 
 async def guarded(runner: Runner, call: ToolCall) -> ToolResult:

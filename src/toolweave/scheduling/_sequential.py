@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from ..messages import ToolCall, ToolResult
 from ..tools import Interrupt, Tool, ToolRegistry
 from ..tools._cancel import is_fatal
+from ..tools._deadline import DeadlineScope
 from ..tools._threads import abandoning_threads
 from ._batch import (
     INTERRUPTED,
@@ -25,7 +26,7 @@ from ._batch import (
     fire_started,
     invoke,
 )
-from ._calls import CallScope
+from ._calls import at_ceiling
 from ._config import ConcurrencyConfig
 from ._interrupt import InterruptToken
 from ._modifiers import apply_modifiers
@@ -107,15 +108,15 @@ async def _run_one(
     if interrupt is None:
         return await invoke(runner, call, ceiling)
     result: ToolResult | None = None
-    # One scope for both the interrupt and the ceiling (CallScope).
+    # One scope for both the interrupt and the ceiling (at_ceiling).
     with (
         abandoning_threads() if ceiling is not None else nullcontext(),
-        CallScope(ceiling) as scope,
+        DeadlineScope(ceiling) as scope,
     ):
         unsubscribe = interrupt.subscribe(scope.cancel)
         try:
             result = await invoke(runner, call)
         finally:
             unsubscribe()
-    result = scope.answer(call, result)
+    result = at_ceiling(scope, call, result, ceiling)
     return result if result is not None else stopped_while_running(call, INTERRUPTED)
