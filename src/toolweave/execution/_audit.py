@@ -96,12 +96,13 @@ class Auditor:
     seen from every thread and task the call's work runs on.
     """
 
-    __slots__ = ("_enforce", "mode")
+    __slots__ = ("enforce", "mode")
 
     def __init__(self, mode: AuditMode) -> None:
         self.mode = check_audit_mode(mode)
         """The audit mode."""
-        self._enforce = self.mode == "enforce"
+        self.enforce = self.mode == "enforce"
+        """True in enforce mode (what each call's `AuditScope` is made with)."""
         if self.mode != "off":
             ensure_installed()  # lazily: never while every runner has the audit off
 
@@ -124,41 +125,30 @@ class Auditor:
 
         A runner that awaits the work in its own frame does the same inline
         (`ToolRunner` does: a wrapper coroutine per call is a measurable share
-        of a trivial call): ``scope = auditor.scope(...)``, run the work in
-        ``abandoning_threads(scope)`` (`execute` takes it as its zone), then
-        ``finish`` in a ``finally`` and, if it returned True, `settle`.
+        of a trivial call): ``scope = AuditScope(call.id, tool, args,
+        auditor.enforce)``, run the work in
+        ``abandoning_threads(scope)`` (`execute` takes it as its zone), then in
+        a ``finally`` ``breached = scope.end() and auditor.report(...)``, and
+        if `breached`, `settle`.
         """
         if self.mode == "off":
             return await work
-        scope = AuditScope(call.id, tool, args, self._enforce)
+        scope = AuditScope(call.id, tool, args, self.enforce)
         try:
             with abandoning_threads(scope):
                 executed = await work
         finally:
-            breached = self.finish(scope, call, on_event)
+            breached = scope.end() and self.report(scope, call, on_event)
         return self.settle(scope, executed) if breached else executed
 
-    def scope(
-        self,
-        tool: Tool,
-        call: ToolCall,
-        args: dict[str, object],
-        abandons: bool | None = None,
-    ) -> AuditScope:
-        """A new audit scope for `call` in this mode (not entered yet: see `run`).
-
-        `abandons`: whether the call's cancelled worker threads are abandoned
-        (None: as in the zone around).
-        """
-        return AuditScope(call.id, tool, args, self._enforce, abandons)
-
     @staticmethod
-    def finish(scope: AuditScope, call: ToolCall, on_event: EventSink | None) -> bool:
-        """End the call's scope and report its breaches; True if there were any.
+    def report(scope: AuditScope, call: ToolCall, on_event: EventSink | None) -> bool:
+        """Report the breaches of a scope that `end()` said saw something; True if any.
 
-        Call it in a ``finally``: a cancelled call's breaches are reported too.
+        Call it in a ``finally`` (after ``scope.end()``): a cancelled call's
+        breaches are reported too.
         """
-        if not scope.end() or not scope.breaches:
+        if not scope.breaches:
             return False
         if on_event is not None:
             _report(scope, call, on_event)

@@ -15,6 +15,7 @@ from ..events import Warning as WarningEvent
 from ..messages import ToolCall, ToolResult
 from ..tools import SessionState, Tool, ToolContext, ToolRegistry
 from ._audit import AuditMode, Auditor, unaudited
+from ._audit_hook import AuditScope
 from ._authorize import AskHandler, PermissionGate
 from ._budget import enforce_batch_budget, persist_if_large
 from ._config import ExecutionConfig
@@ -304,15 +305,14 @@ class ToolRunner:
         auditor = self._auditor
         if auditor.mode == "off":
             executed = await execute(tool, args, ctx, timeout)
-        else:  # Auditor.run's steps, inline: no extra coroutine per call
+        else:  # Auditor.run's steps, inline: no extra coroutine or call per call
             # With a timeout, execute() abandons the call's threads anyway.
-            scope = auditor.scope(
-                tool, call, args, True if timeout is not None else None
-            )
+            abandons = True if timeout is not None else None
+            scope = AuditScope(call.id, tool, args, auditor.enforce, abandons)
             try:
                 executed = await execute(tool, args, ctx, timeout, zone=scope)
             finally:
-                breached = auditor.finish(scope, call, self._on_event)
+                breached = scope.end() and auditor.report(scope, call, self._on_event)
             if breached:
                 executed = auditor.settle(scope, executed)
         if executed.error is not None:
