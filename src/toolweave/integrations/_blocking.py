@@ -27,6 +27,10 @@ def run_blocking(fn: Callable[[], Awaitable[T]]) -> T:
     except sniffio.AsyncLibraryNotFoundError:
         return anyio.run(fn)
     context = contextvars.copy_context()
+    # The copy carries the caller's sniffio marker (set by anyio and pytest's anyio
+    # plugin), which would make anyio.run refuse: "Already running asyncio in this
+    # thread". The helper thread has no loop; say so in its copy.
+    context.run(sniffio.current_async_library_cvar.set, None)
 
     def run() -> T:
         return context.run(anyio.run, fn)

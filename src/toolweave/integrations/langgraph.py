@@ -99,10 +99,14 @@ class ScheduledToolNode(ToolNode):
             (`ConcurrencyConfig`: policy, caps), ``dispatcher`` (share one
             host cap between nodes; it must belong to the graph's event loop),
             ``hooks``, ``permissions``, ``mode``, ``on_event``, ``audit``.
+        on_error: What a tool error the node's ``handle_tool_errors`` does not
+            handle becomes. ``"answer"`` (default, toolweave's isolation): an
+            error `ToolMessage` in ``handle_tool_errors=True``'s words, and the
+            graph goes on. ``"raise"`` (`ToolNode`'s behaviour): it propagates
+            and aborts the graph, once every sibling has finished (the first in
+            call order).
         **node_options: `ToolNode`'s own options (``name``, ``messages_key``,
-            ``handle_tool_errors``, ``wrap_tool_call`` …). A tool error the
-            node's ``handle_tool_errors`` does not handle is answered in
-            ``handle_tool_errors=True``'s words instead of aborting the graph.
+            ``handle_tool_errors``, ``wrap_tool_call`` …).
 
     Loop and thread affinity: the async path runs on the graph's event loop; the
     sync path runs a private event loop per batch, and each sync tool on a
@@ -115,9 +119,15 @@ class ScheduledToolNode(ToolNode):
         *,
         declarations: Declarations | None = None,
         scheduler_options: Mapping[str, Any] | None = None,
+        on_error: Literal["answer", "raise"] = "answer",
         **node_options: Any,
     ) -> None:
+        if on_error not in ("answer", "raise"):
+            raise ValueError(f"on_error must be answer or raise, not {on_error!r}")
         super().__init__(tools, **node_options)
+        self._passthrough: tuple[type[BaseException], ...] = (
+            (GraphBubbleUp, Exception) if on_error == "raise" else (GraphBubbleUp,)
+        )
         self._warned = False
         self._scheduler = ForeignScheduler(declarations, **(scheduler_options or {}))
 
@@ -180,7 +190,7 @@ class ScheduledToolNode(ToolNode):
                 call = {**call, "args": dict(args)}
             try:
                 output: _Output = await run_one(index, call)
-            except GraphBubbleUp:
+            except self._passthrough:
                 raise
             except Exception as exc:  # isolation: never abort the graph
                 return _error_message(call, exc)
@@ -191,7 +201,7 @@ class ScheduledToolNode(ToolNode):
             calls,
             invoke,
             _describe,
-            passthrough=(GraphBubbleUp,),
+            passthrough=self._passthrough,
             interrupt=_interrupt_of(config),
         )
         return [_answer(c, o) for c, o in zip(tool_calls, outcomes, strict=True)]
