@@ -46,7 +46,11 @@ from pydantic_ai.exceptions import (
     CallDeferred,
     ModelRetry,
     SkipToolExecution,
+    SkipToolValidation,
     ToolFailed,
+    ToolFailedError,
+    ToolRetryError,
+    UserError,
 )
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -67,8 +71,14 @@ _SIGNALS: tuple[type[BaseException], ...] = (
     CallDeferred,
     ApprovalRequired,
     SkipToolExecution,
-    AgentRunError,
+    SkipToolValidation,
+    # what a nested ToolManager.handle_call inside a tool raises, already counted
+    ToolRetryError,
+    ToolFailedError,
+    AgentRunError,  # usage limits, model errors, cancelled sub-agent runs
+    UserError,  # a misconfiguration, not a tool failure
 )
+"""PydanticAI's control flow: never turned into a failed or retried answer."""
 
 
 def is_read_only(declaration: Declaration) -> bool:
