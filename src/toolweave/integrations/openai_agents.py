@@ -19,11 +19,15 @@ hook that takes longer for an earlier call lets a later one arrive first. Then a
 conflicting pair still never overlaps, but runs in arrival order. Results
 reach the model in call order (the SDK records them by position).
 
+A `@function_tool` keeps the SDK's own invoker (argument preparation for
+approval policies, failure handling, ``__wrapped__``); only the function it
+runs is scheduled. Hosted and other non-function tools pass through untouched.
+
 Errors: by default a tool's exception is handled by the SDK as it would be
-(its ``failure_error_function``, an error text for the model by default).
-``on_error="answer"`` answers any exception with an error text itself. A call
-toolweave refuses (permission denied, timeout, interrupted) is answered with an
-error text. Requires ``toolweave[openai-agents]``.
+(its ``failure_error_function``, an error text for the model by default; with
+none, the run fails). ``on_error="answer"`` answers with an error text only what
+the SDK would raise. A call toolweave refuses (permission denied, timeout,
+interrupted) is answered with an error text. Requires ``toolweave[openai-agents]``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,13 @@ from typing import Any, Literal, final
 
 import anyio
 from agents import FunctionTool, Tool
+from agents.tool import (
+    _FUNCTION_TOOL_WRAPPED_CALLABLE_MARKER,
+    _SYNC_FUNCTION_TOOL_MARKER,
+    _FailureHandlingFunctionToolInvoker,
+    _get_function_tool_invoke_context,
+    resolve_function_tool_failure_error_function,
+)
 from agents.tool_context import ToolContext
 
 from ..messages import ToolCall
@@ -45,6 +56,9 @@ from ._declaration import Declaration, Declarations
 from ._foreign import ForeignCall, ForeignScheduler
 
 __all__ = ["Declaration", "ErrorMode", "ToolScheduler", "scheduled_tools"]
+
+_PREPARE_MARKER = "__agents_prepare_arguments__"
+"""Where a `@function_tool`'s implementation keeps its approval-time argument preparation."""
 
 ErrorMode = Literal["raise", "answer"]
 """A tool's exception: left to the SDK (``raise``), or answered as error text."""
@@ -89,19 +103,52 @@ class ToolScheduler:
         self._limiter: anyio.CapacityLimiter | None = None
 
     def wrap(self, tool: FunctionTool) -> FunctionTool:
-        """A copy of `tool` whose calls go through this scheduler."""
-        inner = tool.on_invoke_tool
+        """A copy of `tool` whose calls go through this scheduler.
+
+        A `@function_tool` keeps the SDK's own invoker (its argument preparation for
+        approval policies, ``__wrapped__``, failure handling): only the function it
+        runs is scheduled, so everything the SDK does around it stays as it was. A
+        `FunctionTool` built by hand has its ``on_invoke_tool`` wrapped, with the
+        context object the SDK would have passed it.
+        """
         scheduled = copy.copy(tool)
+        invoker = scheduled.on_invoke_tool
+        if isinstance(invoker, _FailureHandlingFunctionToolInvoker):
+            scheduled.on_invoke_tool = self._wrap_invoker(scheduled, invoker)
+            return scheduled
 
         async def on_invoke_tool(ctx: ToolContext[Any], input_json: str) -> Any:
-            return await self._call(tool.name, inner, ctx, input_json)
+            given = _get_function_tool_invoke_context(tool, ctx)
+            return await self._call(tool, invoker, ctx, given, input_json)
 
         scheduled.on_invoke_tool = on_invoke_tool
         return scheduled
 
+    def _wrap_invoker(
+        self, tool: FunctionTool, invoker: _FailureHandlingFunctionToolInvoker
+    ) -> _FailureHandlingFunctionToolInvoker:
+        inner = invoker._invoke_tool_impl
+
+        async def impl(ctx: ToolContext[Any], input_json: str) -> Any:
+            return await self._call(tool, inner, ctx, ctx, input_json)
+
+        for marker in (_PREPARE_MARKER, _FUNCTION_TOOL_WRAPPED_CALLABLE_MARKER):
+            if hasattr(inner, marker):
+                setattr(impl, marker, getattr(inner, marker))
+        wrapped = _FailureHandlingFunctionToolInvoker(impl, invoker._on_handled_error)
+        if getattr(invoker, _SYNC_FUNCTION_TOOL_MARKER, False):
+            setattr(wrapped, _SYNC_FUNCTION_TOOL_MARKER, True)
+        return wrapped.__agents_bind_function_tool__(tool)
+
     async def _call(
-        self, name: str, inner: Any, ctx: ToolContext[Any], input_json: str
+        self,
+        tool: FunctionTool,
+        inner: Any,
+        ctx: ToolContext[Any],
+        given: Any,
+        input_json: str,
     ) -> Any:
+        name = tool.name
         args = _args(input_json)
         if args is None:  # the SDK answers bad JSON; fail closed until it does
             access = Access.barrier()
@@ -110,29 +157,38 @@ class ToolScheduler:
             access = classify(ToolCall(ctx.tool_call_id, name, args), registry).access
         async with self._gate.hold(access):
             if self._limit is None:
-                return await self._run(name, inner, ctx, input_json, args)
+                return await self._run(tool, inner, ctx, given, input_json, args)
             if self._limiter is None:
                 self._limiter = anyio.CapacityLimiter(self._limit)
             async with self._limiter:
-                return await self._run(name, inner, ctx, input_json, args)
+                return await self._run(tool, inner, ctx, given, input_json, args)
 
     async def _run(
         self,
-        name: str,
+        tool: FunctionTool,
         inner: Any,
         ctx: ToolContext[Any],
+        given: Any,
         input_json: str,
         args: dict[str, Any] | None,
     ) -> Any:
-        async def invoke(index: int, given: Mapping[str, Any]) -> Any:
+        async def invoke(index: int, rewritten_args: Mapping[str, Any]) -> Any:
             del index
-            rewritten = args is not None and dict(given) != args
-            return await inner(
-                ctx, json.dumps(dict(given)) if rewritten else input_json
-            )
+            if args is None or dict(rewritten_args) == args:
+                return await inner(given, input_json)
+            # A PreToolUse hook rewrote the input: arguments the SDK prepared for
+            # an approval policy belong to the original input, not this one.
+            ctx._function_tool_arguments = None
+            return await inner(given, json.dumps(dict(rewritten_args)))
 
-        passthrough = (Exception,) if self.on_error == "raise" else ()
-        call = ForeignCall(ctx.tool_call_id, name, args or {})
+        # The SDK answers a tool's exception itself (its failure_error_function)
+        # unless the tool has none; "answer" answers only what the SDK would raise.
+        sdk_answers = (
+            resolve_function_tool_failure_error_function(tool, ctx) is not None
+        )
+        raises = self.on_error == "raise" or sdk_answers
+        passthrough = (Exception,) if raises else ()
+        call = ForeignCall(ctx.tool_call_id, tool.name, args or {})
         [outcome] = await self._scheduler.run(
             [call], invoke, _describe, passthrough=passthrough, interrupt=self.interrupt
         )
@@ -156,7 +212,8 @@ def scheduled_tools(
         tools: An agent's tools.
         declarations: Tool name → `Declaration`; undeclared = SEQUENTIAL barrier.
         on_error: ``"raise"`` leaves a tool's exception to the SDK; ``"answer"``
-            answers it with an error text.
+            answers with an error text what the SDK would raise (a tool with
+            ``failure_error_function=None``).
         max_concurrency: At most this many of these tools' calls run at once.
         interrupt: When set, calls not started are answered "not run:
             interrupted", running CANCEL calls are stopped, BLOCK calls finish.

@@ -1,0 +1,436 @@
+"""scheduled_tools against the bare tools: the same scenario both ways, the same outcome.
+
+Each case runs a real Agents SDK run driven by the SDK's `ScriptedModel` twice:
+with the agent's tools as they are, and through `scheduled_tools` (every function
+tool declared read-only, so scheduling is not what differs). It compares what
+every model call was shown, the final output, pending approvals and any
+exception the run raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from agents import (
+    Agent,
+    FunctionTool,
+    RunContextWrapper,
+    Runner,
+    StopAtTools,
+    ToolGuardrailFunctionOutput,
+    WebSearchTool,
+    function_tool,
+    set_tracing_disabled,
+    tool_input_guardrail,
+    tool_output_guardrail,
+)
+from agents.agent import ToolsToFinalOutputResult
+from agents.testing.model import ScriptedModel, assistant_message, function_call
+from agents.tool_context import ToolContext
+from pydantic import BaseModel
+
+from toolweave.integrations import READ_ONLY
+from toolweave.integrations.openai_agents import scheduled_tools
+
+set_tracing_disabled(True)  # no exporter: the tests never leave the machine
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@tool_input_guardrail
+def no_secrets(data: Any) -> ToolGuardrailFunctionOutput:
+    if "secret" in data.context.tool_arguments:
+        return ToolGuardrailFunctionOutput.reject_content("no secrets here")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@tool_output_guardrail
+def no_leaks(data: Any) -> ToolGuardrailFunctionOutput:
+    if "leak" in str(data.output):
+        return ToolGuardrailFunctionOutput.reject_content("output withheld")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+async def _ask_when_big(
+    ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
+) -> bool:
+    return int(params.get("a", 0)) > 10
+
+
+def _tools() -> list[Any]:
+    """Fresh tools for one run."""
+
+    @function_tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return f"echo {text}"
+
+    @function_tool
+    async def add(a: int, b: int = 1) -> int:
+        """Add."""
+        return a + b
+
+    @function_tool
+    def point(x: int, y: int) -> Point:
+        """A model result."""
+        return Point(x=x, y=y)
+
+    @function_tool
+    def whoami(ctx: ToolContext[Any], text: str) -> str:
+        """Uses the context."""
+        return f"{ctx.context['user']} {text} {ctx.tool_name} {ctx.tool_call_id}"
+
+    @function_tool
+    def boom(text: str) -> str:
+        """Raises: the default failure_error_function answers."""
+        raise ValueError(f"boom {text}")
+
+    def custom_failure(ctx: RunContextWrapper[Any], error: Exception) -> str:
+        return f"custom: {error}"
+
+    @function_tool(failure_error_function=custom_failure)
+    def boom_custom(text: str) -> str:
+        """Raises: a custom failure_error_function answers."""
+        raise ValueError(f"boom {text}")
+
+    @function_tool(failure_error_function=None)
+    def boom_raw(text: str) -> str:
+        """Raises: no failure_error_function, the run fails."""
+        raise ValueError(f"boom {text}")
+
+    @function_tool(needs_approval=True)
+    def delete(text: str) -> str:
+        """Needs approval."""
+        return f"deleted {text}"
+
+    @function_tool(needs_approval=_ask_when_big)
+    async def big_add(a: int, b: int = 1) -> int:
+        """Needs approval when a > 10 (b has a default: the SDK asks conservatively)."""
+        return a + b
+
+    @function_tool(needs_approval=_ask_when_big)
+    async def strict_add(a: int, b: int) -> int:
+        """Needs approval when a > 10."""
+        return a + b
+
+    @function_tool(is_enabled=False)
+    def hidden(text: str) -> str:
+        """Disabled."""
+        return f"hidden {text}"
+
+    @function_tool(
+        tool_input_guardrails=[no_secrets], tool_output_guardrails=[no_leaks]
+    )
+    def guarded(text: str) -> str:
+        """Guardrails on input and output."""
+        return f"guarded {text}"
+
+    @function_tool(timeout=0.01)
+    async def stuck(text: str) -> str:
+        """Never finishes: the SDK's timeout answers it."""
+        import anyio
+
+        await anyio.sleep_forever()
+        raise AssertionError("not reached")
+
+    return [
+        echo,
+        add,
+        point,
+        whoami,
+        boom,
+        boom_custom,
+        boom_raw,
+        delete,
+        big_add,
+        strict_add,
+        hidden,
+        guarded,
+        stuck,
+    ]
+
+
+X = {"text": "x"}
+
+
+def _stop_after_echo(
+    ctx: RunContextWrapper[Any], results: list[Any]
+) -> ToolsToFinalOutputResult:
+    outputs = [r.output for r in results]
+    return ToolsToFinalOutputResult(
+        is_final_output=True, final_output=f"custom {outputs}"
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    turns: list[list[tuple[str, Any]]]
+    """Function calls the model makes, one response per item; then it answers "done"."""
+    agent: dict[str, Any] = field(default_factory=dict)
+    extra_tools: Callable[[], list[Any]] = lambda: []
+
+
+CASES = [
+    Case(
+        "plain", [[("echo", X), ("add", {"a": 1, "b": 2}), ("point", {"x": 1, "y": 2})]]
+    ),
+    Case("defaults", [[("add", {"a": 1})]]),
+    Case("context", [[("whoami", X), ("whoami", {"text": "y"})]]),
+    Case("raise-default-failure", [[("boom", X), ("echo", X)]]),
+    Case("raise-custom-failure", [[("boom_custom", X), ("echo", X)]]),
+    Case("raise-no-failure-function", [[("echo", X), ("boom_raw", X)]]),
+    Case("invalid-json", [[("add", "{not json"), ("echo", X)]]),
+    Case("invalid-args", [[("add", {"a": "one"}), ("echo", X)]]),
+    Case("unknown-tool", [[("nope", X)]]),
+    Case("disabled-tool", [[("hidden", X)]]),
+    Case("guardrail-allows", [[("guarded", X)]]),
+    Case("input-guardrail-rejects", [[("guarded", {"text": "secret"}), ("echo", X)]]),
+    Case("output-guardrail-rejects", [[("guarded", {"text": "leak"})]]),
+    Case("timeout", [[("stuck", X), ("echo", X)]]),
+    Case(
+        "stop-on-first-tool",
+        [[("echo", X), ("add", {"a": 1})]],
+        {"tool_use_behavior": "stop_on_first_tool"},
+    ),
+    Case(
+        "stop-at-tools",
+        [[("echo", X)], [("add", {"a": 1}), ("echo", X)]],
+        {"tool_use_behavior": StopAtTools(stop_at_tool_names=["add"])},
+    ),
+    Case(
+        "custom-tool-use-behavior",
+        [[("echo", X), ("add", {"a": 1})]],
+        {"tool_use_behavior": _stop_after_echo},
+    ),
+    Case("approval-always", [[("delete", X), ("echo", X)]]),
+    Case("approval-policy-no", [[("strict_add", {"a": 1, "b": 2})]]),
+    Case("approval-policy-yes", [[("strict_add", {"a": 11, "b": 2})]]),
+    Case("approval-policy-defaults", [[("big_add", {"a": 1})]]),
+    Case(
+        "hosted-tool-alongside", [[("echo", X)]], extra_tools=lambda: [WebSearchTool()]
+    ),
+    Case("multi-turn", [[("echo", X)], [("add", {"a": 1}), ("echo", {"text": "y"})]]),
+]
+
+
+def _script(case: Case) -> ScriptedModel:
+    steps: list[Any] = [
+        [
+            function_call(name, args, call_id=f"t{t}c{i}")
+            for i, (name, args) in enumerate(turn)
+        ]
+        for t, turn in enumerate(case.turns)
+    ]
+    return ScriptedModel([*steps, [assistant_message("done")]])
+
+
+def _agent(kind: str, case: Case, model: ScriptedModel) -> Agent[Any]:
+    tools = [*_tools(), *case.extra_tools()]
+    if kind == "scheduled":
+        names = [t.name for t in tools if isinstance(t, FunctionTool)]
+        tools = scheduled_tools(tools, dict.fromkeys(names, READ_ONLY))
+    return Agent(name="a", model=model, tools=tools, **case.agent)
+
+
+def _seen(model: ScriptedModel) -> list[Any]:
+    return [call.input for call in model.calls]
+
+
+def _observed(result: Any, model: ScriptedModel) -> Any:
+    return (
+        result.final_output,
+        [(i.raw_item.call_id, i.raw_item.name) for i in result.interruptions],
+        _seen(model),
+    )
+
+
+async def _outcome(kind: str, case: Case) -> Any:
+    model = _script(case)
+    agent = _agent(kind, case, model)
+    try:
+        result = await Runner.run(agent, "go", context={"user": "ann"})
+    except Exception as exc:  # the outcome compared
+        return type(exc), str(exc), _seen(model)
+    return _observed(result, model)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+async def test_same_outcome_as_the_bare_tools(case: Case) -> None:
+    expected = await _outcome("plain", case)
+    assert await _outcome("scheduled", case) == expected
+
+
+APPROVAL_CASES = {
+    "approve": [[("delete", X), ("echo", X)]],
+    "reject": [[("delete", X), ("echo", X)]],
+    "policy-defaults-approve": [[("big_add", {"a": 1})]],
+}
+
+
+async def _approve_and_resume(kind: str, name: str) -> Any:
+    case = Case(name, APPROVAL_CASES[name])
+    model = _script(case)
+    agent = _agent(kind, case, model)
+    first = await Runner.run(agent, "go", context={"user": "ann"})
+    assert first.interruptions
+    state = first.to_state()
+    for item in first.interruptions:
+        if name == "reject":
+            state.reject(item)
+        else:
+            state.approve(item)
+    second = await Runner.run(agent, state)
+    return _observed(second, model)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", list(APPROVAL_CASES))
+async def test_approval_resume_as_with_the_bare_tools(name: str) -> None:
+    expected = await _approve_and_resume("plain", name)
+    assert expected[0] == "done"
+    assert await _approve_and_resume("scheduled", name) == expected
+
+
+async def _streamed(kind: str) -> Any:
+    case = CASES[0]
+    model = _script(case)
+    result = Runner.run_streamed(
+        _agent(kind, case, model), "go", context={"user": "ann"}
+    )
+    kinds = [event.type async for event in result.stream_events()]
+    return result.final_output, _seen(model), kinds.count("run_item_stream_event")
+
+
+@pytest.mark.anyio
+async def test_run_streamed_as_with_the_bare_tools() -> None:
+    expected = await _streamed("plain")
+    assert await _streamed("scheduled") == expected
+
+
+def _agent_as_tool(model: ScriptedModel) -> Any:
+    inner = Agent(name="helper", model=model, instructions="help")
+    return inner.as_tool(tool_name="helper", tool_description="Ask the helper.")
+
+
+async def _with_agent_tool(kind: str) -> Any:
+    outer = ScriptedModel(
+        [
+            [
+                function_call("helper", {"input": "hi"}, call_id="h0"),
+                function_call("echo", X, call_id="e0"),
+            ],
+            [assistant_message("done")],
+        ]
+    )
+    inner = ScriptedModel([[assistant_message("helped")]])
+    tools = [_agent_as_tool(inner), _tools()[0]]
+    if kind == "scheduled":
+        tools = scheduled_tools(tools, {"helper": READ_ONLY, "echo": READ_ONLY})
+    result = await Runner.run(Agent(name="a", model=outer, tools=tools), "go")
+    return result.final_output, _seen(outer), _seen(inner)
+
+
+@pytest.mark.anyio
+async def test_agent_as_tool_as_with_the_bare_tools() -> None:
+    expected = await _with_agent_tool("plain")
+    assert await _with_agent_tool("scheduled") == expected
+
+
+def _hand_built() -> FunctionTool:
+    """A FunctionTool built by hand whose invoker takes a RunContextWrapper."""
+
+    async def invoke(ctx: RunContextWrapper[Any], input_json: str) -> str:
+        return f"{type(ctx).__name__} {input_json}"
+
+    return FunctionTool(
+        name="manual",
+        description="Built by hand.",
+        params_json_schema={
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+        on_invoke_tool=invoke,
+    )
+
+
+@pytest.mark.anyio
+async def test_hand_built_function_tool_gets_the_context_the_sdk_gives_it() -> None:
+    outcomes = []
+    for kind in ("plain", "scheduled"):
+        case = Case("manual", [[("manual", X)]], extra_tools=lambda: [_hand_built()])
+        outcomes.append(await _outcome(kind, case))
+    assert outcomes[1] == outcomes[0]
+    assert "RunContextWrapper" in str(outcomes[0][2][1])
+
+
+def test_scheduled_function_tool_keeps_its_wrapped_callable() -> None:
+    [echo] = _tools()[:1]
+    [scheduled] = scheduled_tools([echo])
+    assert scheduled.__wrapped__ is echo.__wrapped__
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tool", "sdk_answers"),
+    [("boom", True), ("boom_custom", True), ("boom_raw", False)],
+)
+async def test_on_error_answer_answers_only_what_the_sdk_would_raise(
+    tool: str, sdk_answers: bool
+) -> None:
+    case = Case("answer", [[(tool, X), ("echo", X)]])
+    expected = await _outcome("plain", case)
+    model = _script(case)
+    tools = scheduled_tools(_tools(), on_error="answer")
+    result = await Runner.run(
+        Agent(name="a", model=model, tools=tools), "go", context={"user": "ann"}
+    )
+    if sdk_answers:
+        assert _observed(result, model) == expected
+    else:
+        assert isinstance(expected[0], type)  # the bare SDK run failed
+        outputs = [
+            item["output"]
+            for item in model.calls[1].input
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        ]
+        assert outputs[0].startswith("Error: ") and "boom x" in outputs[0]
+        assert outputs[1] == "echo x"
+        assert result.final_output == "done"
+
+
+@pytest.mark.anyio
+async def test_a_hook_rewrite_reaches_a_tool_whose_arguments_the_sdk_prepared() -> None:
+    """The approval policy's prepared arguments belong to the model's input, not the rewrite."""
+    from toolweave.execution import Hooks, PreToolUseDecision
+
+    hooks = Hooks()
+
+    @hooks.pre_tool_use("strict_add")
+    def double(data: Any) -> PreToolUseDecision:
+        return PreToolUseDecision(
+            updated_input={**data.input, "a": data.input["a"] * 2}
+        )
+
+    case = Case("rewrite", [[("strict_add", {"a": 2, "b": 1})]])
+    model = _script(case)
+    tools = scheduled_tools(
+        _tools(), {"strict_add": READ_ONLY}, scheduler_options={"hooks": hooks}
+    )
+    result = await Runner.run(Agent(name="a", model=model, tools=tools), "go")
+    outputs = [
+        item["output"]
+        for item in model.calls[1].input
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+    assert outputs == ["5"]
+    assert result.final_output == "done"
