@@ -26,6 +26,7 @@ from langgraph.prebuilt import InjectedState, InjectedStore, ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolRuntime
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, Send, interrupt
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from toolweave.integrations import READ_ONLY
@@ -682,3 +683,116 @@ async def test_sync_invoke_on_a_thread_whose_event_loop_runs() -> None:
         outcomes.append(_observe(graph.invoke(_initial(case))))
     assert outcomes[1] == outcomes[0]
     assert outcomes[0]["messages"][-1]["content"] == "3"
+
+
+@tool
+def ask_too(text: str) -> str:
+    """A second LangGraph interrupt() in the same message."""
+    answer = interrupt(f"also {text}?")
+    return f"{text} too: {answer}"
+
+
+async def _two_interrupts(kind: str, declared: bool) -> list[Any]:
+    tools = [*FEATURE_TOOLS, ask_too]
+    if kind == "plain":
+        node: ToolNode = ToolNode(tools)
+    else:
+        declarations = {t.name: READ_ONLY for t in tools} if declared else {}
+        node = ScheduledToolNode(tools, declarations=declarations)
+    graph = _build(node, store=False, checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    message = _message(_call("ask"), _call("echo"), _call("ask_too"))
+    value: Any = {"messages": [HumanMessage("go"), message]}
+    seen = []
+    for _ in range(3):
+        out = await graph.ainvoke(value, config)
+        pending = out.get("__interrupt__", [])
+        seen.append((sorted(i.value for i in pending), _tool_messages(out["messages"])))
+        if not pending:
+            break
+        value = Command(resume={i.id: f"yes to {i.value}" for i in pending})
+    return seen
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("declared", [True, False])
+async def test_two_langgraph_interrupts_in_one_message_as_tool_node(
+    declared: bool,
+) -> None:
+    expected = await _two_interrupts("plain", declared)
+    assert await _two_interrupts("scheduled", declared) == expected
+
+
+class ModelState(BaseModel):
+    messages: Annotated[list[BaseMessage], add_messages]
+    note: str = "n0"
+
+
+@tool
+def read_model_state(text: str, note: Annotated[str, InjectedState("note")]) -> str:
+    """Reads a field of a pydantic state."""
+    return f"{text}: note={note}"
+
+
+async def _pydantic_state(kind: str, path: str) -> Any:
+    tools = [echo, read_model_state, set_note]
+    node: ToolNode = (
+        ToolNode(tools)
+        if kind == "plain"
+        else ScheduledToolNode(tools, declarations={t.name: READ_ONLY for t in tools})
+    )
+    graph = StateGraph(ModelState)
+    graph.add_node("tools", node)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    app = graph.compile()
+    message = _message(_call("echo"), _call("read_model_state"), _call("set_note"))
+    value = {"messages": [HumanMessage("go"), message]}
+    if path == "sync":
+        out = await anyio.to_thread.run_sync(app.invoke, value)
+    else:
+        out = await app.ainvoke(value)
+    return out["note"], _tool_messages(out["messages"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_pydantic_state_as_tool_node(path: str) -> None:
+    expected = await _pydantic_state("plain", path)
+    assert expected[0] == "x"
+    assert await _pydantic_state("scheduled", path) == expected
+
+
+async def _updates(kind: str, case: Case) -> list[Any]:
+    graph = _build(_node(kind, case), store=False)
+    chunks = [
+        chunk async for chunk in graph.astream(_initial(case), stream_mode="updates")
+    ]
+    return [
+        {
+            node: [
+                [_plain(m) for m in update.get("messages", [])]
+                if isinstance(update, dict)
+                else repr(update)
+                for update in (updates if isinstance(updates, list) else [updates])
+            ]
+            for node, updates in chunk.items()
+        }
+        for chunk in chunks
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in CASES
+        if c.id in ("plain", "command-update", "command-goto", "command-list")
+    ],
+    ids=lambda c: c.id,
+)
+async def test_streamed_updates_as_tool_node(case: Case) -> None:
+    expected = await _updates("plain", case)
+    assert expected
+    assert await _updates("scheduled", case) == expected

@@ -9,7 +9,8 @@ exception the run raised.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -434,3 +435,83 @@ async def test_a_hook_rewrite_reaches_a_tool_whose_arguments_the_sdk_prepared() 
     ]
     assert outputs == ["5"]
     assert result.final_output == "done"
+
+
+def _hand_built_raising() -> FunctionTool:
+    async def invoke(ctx: ToolContext[Any], input_json: str) -> str:
+        raise RuntimeError(f"manual failed on {input_json}")
+
+    return FunctionTool(
+        name="manual_boom",
+        description="Built by hand; raises.",
+        params_json_schema={
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+        on_invoke_tool=invoke,
+    )
+
+
+@pytest.mark.anyio
+async def test_hand_built_function_tool_that_raises_as_with_the_bare_tools() -> None:
+    case = Case(
+        "manual-boom",
+        [[("echo", X), ("manual_boom", X)]],
+        extra_tools=lambda: [_hand_built_raising()],
+    )
+    expected = await _outcome("plain", case)
+    assert isinstance(expected[0], type)  # the SDK fails the run
+    assert await _outcome("scheduled", case) == expected
+
+
+@pytest.fixture
+def run_sync_loop() -> Iterator[None]:
+    """Close the event loop `run_sync` leaves on this thread (else a later test sees it GC'd)."""
+    yield
+    policy = asyncio.get_event_loop_policy()
+    policy.get_event_loop().close()
+    policy.set_event_loop(None)
+
+
+@pytest.mark.usefixtures("run_sync_loop")
+def test_run_sync_as_with_the_bare_tools() -> None:
+    outcomes = []
+    for kind in ("plain", "scheduled"):
+        case = CASES[0]
+        model = _script(case)
+        result = Runner.run_sync(
+            _agent(kind, case, model), "go", context={"user": "ann"}
+        )
+        outcomes.append(_observed(result, model))
+    assert outcomes[1] == outcomes[0]
+
+
+async def _with_run_hooks(kind: str) -> Any:
+    from agents import RunHooks
+
+    seen: list[Any] = []
+
+    class Hooks(RunHooks[Any]):
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            seen.append(("start", tool.name, context.tool_call_id))
+
+        async def on_tool_end(
+            self, context: Any, agent: Any, tool: Any, result: Any
+        ) -> None:
+            seen.append(("end", tool.name, context.tool_call_id, str(result)))
+
+    case = Case("hooks", [[("echo", X)], [("add", {"a": 1}), ("boom", X)]])
+    model = _script(case)
+    result = await Runner.run(
+        _agent(kind, case, model), "go", context={"user": "ann"}, hooks=Hooks()
+    )
+    return sorted(seen), _observed(result, model)
+
+
+@pytest.mark.anyio
+async def test_run_hooks_see_the_same_calls_as_with_the_bare_tools() -> None:
+    expected = await _with_run_hooks("plain")
+    assert len(expected[0]) == 6
+    assert await _with_run_hooks("scheduled") == expected
