@@ -18,7 +18,7 @@ import anyio
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, InjectedToolCallId, tool
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -179,7 +179,66 @@ def ask(text: str) -> str:
     return f"{text}: {answer}"
 
 
+@tool
+def big(text: str) -> str:
+    """A large result (toolweave's result budgets must not touch it)."""
+    return text * 300_000
+
+
+@tool
+def empty(text: str) -> str:
+    """An empty result."""
+    return ""
+
+
+@tool
+def nothing(text: str) -> None:
+    """No result."""
+
+
+@tool
+def own_message(
+    text: str, tool_call_id: Annotated[str, InjectedToolCallId]
+) -> ToolMessage:
+    """Returns its ToolMessage itself."""
+    return ToolMessage(f"own {text}", tool_call_id=tool_call_id, artifact={"a": 1})
+
+
+def _tool_level_handler(e: Exception) -> str:
+    return f"tool handled: {e}"
+
+
+def _raises_tool_exception(text: str) -> str:
+    from langchain_core.tools import ToolException
+
+    raise ToolException(f"tool exception {text}")
+
+
+def _validated(count: int) -> str:
+    return f"count {count}"
+
+
+self_handled = StructuredTool.from_function(
+    _raises_tool_exception,
+    name="self_handled",
+    description="Handles its own ToolException.",
+    handle_tool_error=_tool_level_handler,
+)
+self_validated = StructuredTool.from_function(
+    _validated,
+    name="self_validated",
+    description="Handles its own validation error.",
+    handle_validation_error="bad input, says the tool",
+)
+
+
 ALL_TOOLS: list[BaseTool] = [
+    big,
+    empty,
+    nothing,
+    own_message,
+    self_handled,
+    self_validated,
     echo,
     aecho,
     add,
@@ -277,6 +336,11 @@ CASES = [
     Case("plain-async-tool", [_call("echo"), _call("aecho")], paths=("async",)),
     Case("content-blocks", [_call("blocks"), _call("as_dict")]),
     Case("artifact", [_call("with_artifact")]),
+    Case("big-result", [_call("big"), _call("echo")]),
+    Case("empty-and-none-results", [_call("empty"), _call("nothing")]),
+    Case("tool-returns-tool-message", [_call("own_message")]),
+    Case("tool-handles-its-error", [_call("self_handled"), _call("echo")]),
+    Case("tool-handles-its-validation", [_call("self_validated", {"count": "many"})]),
     Case("unknown-tool", [_call("echo"), _call("nope")]),
     Case("invalid-args-missing", [_call("add", {"a": 1})]),
     Case("invalid-args-type", [_call("add", {"a": "one", "b": 2}), _call("echo")]),

@@ -73,6 +73,20 @@ def _tools() -> list[Any]:
         return f"echo {text}"
 
     @function_tool
+    def big(text: str) -> str:
+        """A large result (toolweave's result budgets must not touch it)."""
+        return text * 300_000
+
+    @function_tool
+    def nothing(text: str) -> None:
+        """No result."""
+
+    @function_tool
+    def empty(text: str) -> str:
+        """An empty result."""
+        return ""
+
+    @function_tool
     async def add(a: int, b: int = 1) -> int:
         """Add."""
         return a + b
@@ -142,6 +156,9 @@ def _tools() -> list[Any]:
 
     return [
         echo,
+        big,
+        nothing,
+        empty,
         add,
         point,
         whoami,
@@ -183,6 +200,7 @@ CASES = [
         "plain", [[("echo", X), ("add", {"a": 1, "b": 2}), ("point", {"x": 1, "y": 2})]]
     ),
     Case("defaults", [[("add", {"a": 1})]]),
+    Case("big-empty-none-results", [[("big", X), ("empty", X), ("nothing", X)]]),
     Case("context", [[("whoami", X), ("whoami", {"text": "y"})]]),
     Case("raise-default-failure", [[("boom", X), ("echo", X)]]),
     Case("raise-custom-failure", [[("boom_custom", X), ("echo", X)]]),

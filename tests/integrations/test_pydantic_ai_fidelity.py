@@ -81,6 +81,20 @@ def _toolset(
         return f"echo {text}"
 
     @toolset.tool_plain
+    def big(text: str) -> str:
+        """A large result (toolweave's result budgets must not touch it)."""
+        return text * 300_000
+
+    @toolset.tool_plain
+    def nothing(text: str) -> None:
+        """No result."""
+
+    @toolset.tool_plain
+    def empty(text: str) -> str:
+        """An empty result."""
+        return ""
+
+    @toolset.tool_plain
     async def add(a: int, b: int) -> int:
         """Add."""
         return a + b
@@ -208,6 +222,7 @@ CASES = [
         [[("when", {"day": "2024-01-02", "point": {"x": 1, "y": 2}})]],
     ),
     Case("tool-return", [[("rich", X)]]),
+    Case("big-empty-none-results", [[("big", X), ("empty", X), ("nothing", X)]]),
     Case("tool-timeout", [[("stuck", X), ("echo", X)]]),
     Case("prepare-shows", [[("secret", X)]]),
     Case("prepare-hides", [[("secret", X)]], deps=Deps("bob")),
