@@ -860,3 +860,80 @@ async def test_streamed_updates_as_tool_node(case: Case) -> None:
     expected = await _updates("plain", case)
     assert expected
     assert await _updates("scheduled", case) == expected
+
+
+@pytest.mark.anyio
+async def test_runnable_config_max_concurrency_is_reached_and_never_exceeded() -> None:
+    """The run's max_concurrency caps the batch (ToolNode obeys it on its sync path)."""
+    inside = 0
+    peak = 0
+    release = anyio.Event()
+    reached = anyio.Event()
+
+    @tool
+    async def hold(text: str) -> str:
+        """Stays inside until released."""
+        nonlocal inside, peak
+        inside += 1
+        peak = max(peak, inside)
+        if inside == 2:
+            reached.set()
+        await release.wait()
+        inside -= 1
+        return text
+
+    node = ScheduledToolNode([hold], declarations={"hold": READ_ONLY})
+    graph = _build(node, store=False)
+    message = _message(*[_call("hold", {"text": str(i)}) for i in range(5)])
+    out: dict[str, Any] = {}
+
+    async def run() -> None:
+        value = {"messages": [HumanMessage("go"), message]}
+        out.update(await graph.ainvoke(value, {"max_concurrency": 2}))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(10):  # deadlock guard only
+            await reached.wait()
+        await anyio.wait_all_tasks_blocked()  # a third call would be inside now
+        assert inside == 2
+        release.set()
+    assert peak == 2
+    assert [m.content for m in out["messages"][2:]] == ["0", "1", "2", "3", "4"]
+
+
+def test_runnable_config_max_concurrency_on_the_sync_path() -> None:
+    """Sync tools on worker threads: two meet inside, a third never joins them."""
+    import threading
+
+    lock = threading.Lock()
+    inside = 0
+    peak = 0
+    pair = threading.Barrier(2)
+
+    def hold(text: str) -> str:
+        nonlocal inside, peak
+        with lock:
+            inside += 1
+            peak = max(peak, inside)
+        pair.wait(timeout=10)  # two calls inside at once, or a deadlock error
+        with lock:
+            inside -= 1
+        return text
+
+    outcomes = []
+    for kind in ("plain", "scheduled"):
+        hold_tool = StructuredTool.from_function(hold, name="hold", description="h")
+        node: ToolNode = (
+            ToolNode([hold_tool])
+            if kind == "plain"
+            else ScheduledToolNode([hold_tool], declarations={"hold": READ_ONLY})
+        )
+        message = _message(*[_call("hold", {"text": str(i)}) for i in range(4)])
+        out = _build(node, store=False).invoke(
+            {"messages": [HumanMessage("go"), message]}, {"max_concurrency": 2}
+        )
+        outcomes.append([m.content for m in out["messages"][2:]])
+        assert peak == 2
+        peak = 0
+    assert outcomes == [["0", "1", "2", "3"]] * 2

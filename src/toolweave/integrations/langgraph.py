@@ -34,6 +34,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+import anyio
 from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -184,12 +185,21 @@ class ScheduledToolNode(ToolNode):
         config: RunnableConfig,
         run_one: Callable[[int, ToolCall], Any],
     ) -> list[_Output]:
+        # The run's own cap (RunnableConfig max_concurrency, which ToolNode's sync
+        # path obeys): at most that many of the batch's calls run at once.
+        limit = config.get("max_concurrency")
+        cap = None if limit is None else anyio.CapacityLimiter(limit)
+
         async def invoke(index: int, args: Mapping[str, Any]) -> _Output:
             call = tool_calls[index]
             if args != call["args"]:  # a PreToolUse hook rewrote it
                 call = {**call, "args": dict(args)}
             try:
-                output: _Output = await run_one(index, call)
+                if cap is None:
+                    output: _Output = await run_one(index, call)
+                else:
+                    async with cap:
+                        output = await run_one(index, call)
             except self._passthrough:
                 raise
             except Exception as exc:  # isolation: never abort the graph
