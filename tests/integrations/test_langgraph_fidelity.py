@@ -490,8 +490,9 @@ def _node(kind: str, case: Case) -> ToolNode:
     if kind == "plain":
         return ToolNode(ALL_TOOLS, **case.node)
     on_error = "raise" if kind == "scheduled-raise" else "answer"
+    declared = {} if kind == "undeclared" else DECLARED  # undeclared: all barriers
     return ScheduledToolNode(
-        ALL_TOOLS, declarations=DECLARED, on_error=on_error, **case.node
+        ALL_TOOLS, declarations=declared, on_error=on_error, **case.node
     )
 
 
@@ -508,13 +509,14 @@ async def _run(kind: str, case: Case, path: str) -> Any:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["scheduled", "undeclared"])
 @pytest.mark.parametrize(
     ("case", "path"),
     [pytest.param(c, p, id=f"{c.id}-{p}") for c in CASES for p in c.paths],
 )
-async def test_same_outcome_as_tool_node(case: Case, path: str) -> None:
+async def test_same_outcome_as_tool_node(case: Case, path: str, kind: str) -> None:
     expected = _comparable(await _run("plain", case, path))
-    assert _comparable(await _run("scheduled", case, path)) == expected
+    assert _comparable(await _run(kind, case, path)) == expected
 
 
 def _comparable(outcome: Any) -> Any:

@@ -255,6 +255,8 @@ def _agent(kind: str, case: Case, model: ScriptedModel) -> Agent[Any]:
     if kind == "scheduled":
         names = [t.name for t in tools if isinstance(t, FunctionTool)]
         tools = scheduled_tools(tools, dict.fromkeys(names, READ_ONLY))
+    elif kind == "undeclared":  # every function tool a barrier
+        tools = scheduled_tools(tools)
     return Agent(name="a", model=model, tools=tools, **case.agent)
 
 
@@ -281,10 +283,11 @@ async def _outcome(kind: str, case: Case) -> Any:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["scheduled", "undeclared"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-async def test_same_outcome_as_the_bare_tools(case: Case) -> None:
+async def test_same_outcome_as_the_bare_tools(case: Case, kind: str) -> None:
     expected = await _outcome("plain", case)
-    assert await _outcome("scheduled", case) == expected
+    assert await _outcome(kind, case) == expected
 
 
 APPROVAL_CASES = {
