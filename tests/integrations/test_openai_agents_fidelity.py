@@ -58,6 +58,20 @@ def no_leaks(data: Any) -> ToolGuardrailFunctionOutput:
     return ToolGuardrailFunctionOutput.allow()
 
 
+@tool_input_guardrail
+def trip_on_stop(data: Any) -> ToolGuardrailFunctionOutput:
+    if "stop" in data.context.tool_arguments:
+        return ToolGuardrailFunctionOutput.raise_exception(output_info="stopped")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@tool_output_guardrail
+def trip_on_alarm(data: Any) -> ToolGuardrailFunctionOutput:
+    if "alarm" in str(data.output):
+        return ToolGuardrailFunctionOutput.raise_exception(output_info="alarmed")
+    return ToolGuardrailFunctionOutput.allow()
+
+
 async def _ask_when_big(
     ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
 ) -> bool:
@@ -146,6 +160,13 @@ def _tools() -> list[Any]:
         """Guardrails on input and output."""
         return f"guarded {text}"
 
+    @function_tool(
+        tool_input_guardrails=[trip_on_stop], tool_output_guardrails=[trip_on_alarm]
+    )
+    def tripwired(text: str) -> str:
+        """Guardrails that raise (tripwires)."""
+        return f"tripwired {text}"
+
     @function_tool(timeout=0.01)
     async def stuck(text: str) -> str:
         """Never finishes: the SDK's timeout answers it."""
@@ -170,6 +191,7 @@ def _tools() -> list[Any]:
         strict_add,
         hidden,
         guarded,
+        tripwired,
         stuck,
     ]
 
@@ -212,6 +234,8 @@ CASES = [
     Case("guardrail-allows", [[("guarded", X)]]),
     Case("input-guardrail-rejects", [[("guarded", {"text": "secret"}), ("echo", X)]]),
     Case("output-guardrail-rejects", [[("guarded", {"text": "leak"})]]),
+    Case("input-tripwire", [[("echo", X), ("tripwired", {"text": "stop"})]]),
+    Case("output-tripwire", [[("tripwired", {"text": "alarm"}), ("echo", X)]]),
     Case("timeout", [[("stuck", X), ("echo", X)]]),
     Case(
         "stop-on-first-tool",
@@ -536,3 +560,26 @@ async def test_run_hooks_see_the_same_calls_as_with_the_bare_tools() -> None:
     expected = await _with_run_hooks("plain")
     assert len(expected[0]) == 6
     assert await _with_run_hooks("scheduled") == expected
+
+
+async def _resume_from_json(kind: str) -> Any:
+    """Approve after a round trip through RunState JSON, with tools built anew."""
+    from agents import RunState
+
+    case = Case("json", [[("delete", X), ("echo", X)]])
+    model = _script(case)
+    first = await Runner.run(_agent(kind, case, model), "go", context={"user": "ann"})
+    saved = first.to_state().to_json()
+    agent = _agent(kind, case, model)  # a new process would build its tools anew
+    state = await RunState.from_json(agent, saved)
+    for item in state.get_interruptions():
+        state.approve(item)
+    second = await Runner.run(agent, state)
+    return _observed(second, model)
+
+
+@pytest.mark.anyio
+async def test_resume_from_json_with_new_tools_as_with_the_bare_tools() -> None:
+    expected = await _resume_from_json("plain")
+    assert expected[0] == "done"
+    assert await _resume_from_json("scheduled") == expected
