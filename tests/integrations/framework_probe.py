@@ -99,3 +99,18 @@ class Probe:
         assert at["start", "W"] > max(at["end", "a"], at["end", "b"])
         assert at["end", "W"] < min(at["start", "c"], at["start", "d"])
         assert self.alone == [True]
+
+
+def _text_key(args: dict[str, object]) -> str:
+    return f"text:{args['text']}"  # KeyError on a call without "text": fail closed
+
+
+FRAGILE_DECLARATION = Declaration(
+    concurrency=lambda args: Concurrency.SAFE if _text_key(args) else False,
+    access=lambda args: Access(reads=(_text_key(args),)),
+)
+"""An input-dependent declaration that raises on calls without a "text" argument.
+
+The fidelity tables run every scenario with it: a declaration that raises must
+only make the call a barrier, never change what the framework answers.
+"""

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import anyio
 import pytest
+from framework_probe import FRAGILE_DECLARATION
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
@@ -261,6 +262,8 @@ ALL_TOOLS: list[BaseTool] = [
     ask,
 ]
 DECLARED = {t.name: READ_ONLY for t in ALL_TOOLS}
+FRAGILE = {t.name: FRAGILE_DECLARATION for t in ALL_TOOLS}
+"""Input-dependent declarations that raise on calls without a "text" (fail closed)."""
 
 
 def _call(name: str, args: dict[str, Any] | None = None, id: str = "") -> Any:
@@ -490,7 +493,7 @@ def _node(kind: str, case: Case) -> ToolNode:
     if kind == "plain":
         return ToolNode(ALL_TOOLS, **case.node)
     on_error = "raise" if kind == "scheduled-raise" else "answer"
-    declared = {} if kind == "undeclared" else DECLARED  # undeclared: all barriers
+    declared = {"undeclared": {}, "fragile": FRAGILE}.get(kind, DECLARED)
     return ScheduledToolNode(
         ALL_TOOLS, declarations=declared, on_error=on_error, **case.node
     )
@@ -509,7 +512,7 @@ async def _run(kind: str, case: Case, path: str) -> Any:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["scheduled", "undeclared"])
+@pytest.mark.parametrize("kind", ["scheduled", "undeclared", "fragile"])
 @pytest.mark.parametrize(
     ("case", "path"),
     [pytest.param(c, p, id=f"{c.id}-{p}") for c in CASES for p in c.paths],

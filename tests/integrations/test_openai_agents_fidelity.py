@@ -31,6 +31,7 @@ from agents import (
 from agents.agent import ToolsToFinalOutputResult
 from agents.testing.model import ScriptedModel, assistant_message, function_call
 from agents.tool_context import ToolContext
+from framework_probe import FRAGILE_DECLARATION
 from pydantic import BaseModel
 
 from toolweave.integrations import READ_ONLY
@@ -281,6 +282,9 @@ def _agent(kind: str, case: Case, model: ScriptedModel) -> Agent[Any]:
         tools = scheduled_tools(tools, dict.fromkeys(names, READ_ONLY))
     elif kind == "undeclared":  # every function tool a barrier
         tools = scheduled_tools(tools)
+    elif kind == "fragile":  # input-dependent declarations that may raise
+        names = [t.name for t in tools if isinstance(t, FunctionTool)]
+        tools = scheduled_tools(tools, dict.fromkeys(names, FRAGILE_DECLARATION))
     return Agent(name="a", model=model, tools=tools, **case.agent)
 
 
@@ -307,7 +311,7 @@ async def _outcome(kind: str, case: Case) -> Any:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["scheduled", "undeclared"])
+@pytest.mark.parametrize("kind", ["scheduled", "undeclared", "fragile"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 async def test_same_outcome_as_the_bare_tools(case: Case, kind: str) -> None:
     expected = await _outcome("plain", case)

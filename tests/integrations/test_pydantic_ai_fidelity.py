@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from framework_probe import FRAGILE_DECLARATION
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.exceptions import (
@@ -296,6 +297,9 @@ def _agent(kind: str, case: Case, toolset: Any = None) -> Agent[Deps, Any]:
         toolset = ScheduledToolset(toolset, declarations=declared)
     elif kind == "undeclared":  # every tool a barrier
         toolset = ScheduledToolset(toolset)
+    elif kind == "fragile":  # input-dependent declarations that may raise
+        declared = dict.fromkeys(toolset.tools, FRAGILE_DECLARATION)
+        toolset = ScheduledToolset(toolset, declarations=declared)
     return Agent(
         FunctionModel(_script(case)), deps_type=Deps, toolsets=[toolset], **case.agent
     )
@@ -333,7 +337,7 @@ def _outcome_sync(kind: str, case: Case) -> Any:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["read-only", "undeclared"])
+@pytest.mark.parametrize("kind", ["read-only", "undeclared", "fragile"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 async def test_same_outcome_as_the_bare_toolset(case: Case, kind: str) -> None:
     expected = await _outcome("plain", case)
