@@ -149,6 +149,20 @@ def _tools() -> list[Any]:
         """Needs approval when a > 10."""
         return a + b
 
+    @function_tool(
+        is_enabled=lambda ctx, agent: (ctx.context or {}).get("user") == "ann"
+    )
+    def for_ann(text: str) -> str:
+        """Enabled for ann only."""
+        return f"for ann {text}"
+
+    @function_tool(
+        is_enabled=lambda ctx, agent: (ctx.context or {}).get("user") == "bob"
+    )
+    def for_bob(text: str) -> str:
+        """Enabled for bob only."""
+        return f"for bob {text}"
+
     @function_tool(is_enabled=False)
     def hidden(text: str) -> str:
         """Disabled."""
@@ -191,6 +205,8 @@ def _tools() -> list[Any]:
         big_add,
         strict_add,
         hidden,
+        for_ann,
+        for_bob,
         guarded,
         tripwired,
         stuck,
@@ -232,6 +248,8 @@ CASES = [
     Case("invalid-args", [[("add", {"a": "one"}), ("echo", X)]]),
     Case("unknown-tool", [[("nope", X)]]),
     Case("disabled-tool", [[("hidden", X)]]),
+    Case("enabled-by-context", [[("for_ann", X)]]),
+    Case("disabled-by-context", [[("for_bob", X)]]),
     Case("guardrail-allows", [[("guarded", X)]]),
     Case("input-guardrail-rejects", [[("guarded", {"text": "secret"}), ("echo", X)]]),
     Case("output-guardrail-rejects", [[("guarded", {"text": "leak"})]]),

@@ -474,3 +474,32 @@ async def test_framework_signals_pass_through_every_on_error_mode(
     expected = await outcome(_toolset(SIGNALS[signal]))
     scheduled = ScheduledToolset(_toolset(SIGNALS[signal]), on_error=on_error)  # type: ignore[arg-type]
     assert await outcome(scheduled) == expected
+
+
+async def _events(kind: str, case: Case) -> list[Any]:
+    from pydantic_ai.messages import FunctionToolCallEvent, FunctionToolResultEvent
+
+    seen: list[Any] = []
+
+    async def handler(ctx: Any, stream: Any) -> None:
+        async for event in stream:
+            if isinstance(event, FunctionToolCallEvent):
+                seen.append(("call", event.part.tool_call_id, event.part.tool_name))
+            elif isinstance(event, FunctionToolResultEvent):
+                seen.append(("result", event.tool_call_id, str(event.result.content)))
+
+    agent = _agent(kind, case)
+    try:
+        await agent.run("go", deps=case.deps, event_stream_handler=handler)
+    except Exception as exc:  # the outcome compared
+        seen.append(("raised", type(exc).__name__))
+    return sorted(seen)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["read-only", "undeclared"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+async def test_the_same_tool_events_stream_order_aside(case: Case, kind: str) -> None:
+    """Every call and result event is emitted as without the wrapper (barriers may reorder them)."""
+    expected = await _events("plain", case)
+    assert await _events(kind, case) == expected
