@@ -942,3 +942,51 @@ def test_runnable_config_max_concurrency_on_the_sync_path() -> None:
         assert peak == 2
         peak = 0
     assert outcomes == [["0", "1", "2", "3"]] * 2
+
+
+class Verdict(BaseModel):
+    ok: bool
+
+
+@tool
+def ask_typed(text: str) -> str:
+    """LangGraph interrupt() whose answer must match a schema."""
+    answer = interrupt(f"ok {text}?", response_schema=Verdict)
+    return f"{text}: {answer}"
+
+
+async def _typed_resume(kind: str, on_error: str) -> list[Any]:
+    tools = [echo, ask_typed]
+    node: ToolNode = (
+        ToolNode(tools)
+        if kind == "plain"
+        else ScheduledToolNode(
+            tools, declarations={t.name: READ_ONLY for t in tools}, on_error=on_error
+        )
+    )
+    graph = _build(node, store=False, checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    message = _message(_call("echo"), _call("ask_typed"))
+    seen: list[Any] = []
+    for value in (
+        {"messages": [HumanMessage("go"), message]},
+        Command(resume={"ok": "not a bool"}),  # does not match: asked again
+        Command(resume={"ok": True}),
+    ):
+        try:
+            out = await graph.ainvoke(value, config)
+        except Exception as exc:  # the outcome compared
+            seen.append((type(exc).__name__, "invalid resume"))
+            continue
+        pending = [i.value for i in out.get("__interrupt__", [])]
+        seen.append((pending, _tool_messages(out["messages"])))
+    return seen
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("on_error", ["answer", "raise"])
+async def test_an_invalid_resume_fails_the_run_as_with_tool_node(on_error: str) -> None:
+    """No setting answers a resume value that does not match the interrupt's schema."""
+    expected = await _typed_resume("plain", on_error)
+    assert expected[1] == ("ValidationError", "invalid resume")
+    assert await _typed_resume("scheduled", on_error) == expected

@@ -38,7 +38,7 @@ import anyio
 from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolRuntime, _handle_tool_error
 from langgraph.runtime import Runtime
@@ -78,6 +78,14 @@ def _describe(value: _Output) -> str | Raised:
         parts = [_describe(v) for v in value]
         return "\n".join(p.text if isinstance(p, Raised) else p for p in parts)
     return repr(value)
+
+
+class _Unanswerable(Exception):
+    """Carries past the scheduler an error no setting answers (an invalid resume)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _error_message(call: ToolCall, exc: Exception) -> ToolMessage:
@@ -127,7 +135,9 @@ class ScheduledToolNode(ToolNode):
             raise ValueError(f"on_error must be answer or raise, not {on_error!r}")
         super().__init__(tools, **node_options)
         self._passthrough: tuple[type[BaseException], ...] = (
-            (GraphBubbleUp, Exception) if on_error == "raise" else (GraphBubbleUp,)
+            (GraphBubbleUp, Exception)
+            if on_error == "raise"
+            else (GraphBubbleUp, _Unanswerable)
         )
         self._warned = False
         self._scheduler = ForeignScheduler(declarations, **(scheduler_options or {}))
@@ -203,17 +213,22 @@ class ScheduledToolNode(ToolNode):
             except self._passthrough:
                 raise
             except Exception as exc:  # isolation: never abort the graph
+                if is_invalid_resume(exc):  # as ToolNode: the interrupt is asked again
+                    raise _Unanswerable(exc) from exc
                 return _error_message(call, exc)
             return output
 
         calls = [ForeignCall(c["id"] or "", c["name"], c["args"]) for c in tool_calls]
-        outcomes = await self._scheduler.run(
-            calls,
-            invoke,
-            _describe,
-            passthrough=self._passthrough,
-            interrupt=_interrupt_of(config),
-        )
+        try:
+            outcomes = await self._scheduler.run(
+                calls,
+                invoke,
+                _describe,
+                passthrough=self._passthrough,
+                interrupt=_interrupt_of(config),
+            )
+        except _Unanswerable as wrapped:
+            raise wrapped.error from None
         return [_answer(c, o) for c, o in zip(tool_calls, outcomes, strict=True)]
 
     async def _afunc(
