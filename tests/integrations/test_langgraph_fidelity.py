@@ -990,3 +990,43 @@ async def test_an_invalid_resume_fails_the_run_as_with_tool_node(on_error: str) 
     expected = await _typed_resume("plain", on_error)
     assert expected[1] == ("ValidationError", "invalid resume")
     assert await _typed_resume("scheduled", on_error) == expected
+
+
+async def _tool_events(kind: str, path: str) -> list[Any]:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    seen: list[Any] = []
+
+    class Recorder(BaseCallbackHandler):
+        def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+            seen.append(("start", serialized.get("name"), input_str))
+
+        def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+            seen.append(("end", getattr(output, "tool_call_id", None), str(output)))
+
+        def on_tool_error(self, error: BaseException, **kwargs: Any) -> None:
+            seen.append(("error", repr(error)))
+
+    case = Case(
+        "events",
+        [_call("echo"), _call("add", {"a": 1, "b": 2}), _call("fail_value")],
+        {"handle_tool_errors": True},
+    )
+    graph = _build(
+        _node("plain" if kind == "plain" else "scheduled", case), store=False
+    )
+    config: Any = {"callbacks": [Recorder()]}
+    if path == "sync":
+        await anyio.to_thread.run_sync(lambda: graph.invoke(_initial(case), config))
+    else:
+        await graph.ainvoke(_initial(case), {**config})
+    return sorted(seen)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_callbacks_see_the_same_tool_runs_as_with_tool_node(path: str) -> None:
+    """The same on_tool_start / on_tool_end / on_tool_error events (order aside)."""
+    expected = await _tool_events("plain", path)
+    assert [e[0] for e in expected].count("start") == 3
+    assert await _tool_events("scheduled", path) == expected
