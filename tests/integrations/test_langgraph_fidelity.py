@@ -1030,3 +1030,48 @@ async def test_callbacks_see_the_same_tool_runs_as_with_tool_node(path: str) -> 
     expected = await _tool_events("plain", path)
     assert [e[0] for e in expected].count("start") == 3
     assert await _tool_events("scheduled", path) == expected
+
+
+async def _with_retry_policy(kind: str) -> Any:
+    from langgraph.types import RetryPolicy
+
+    attempts: list[str] = []
+
+    @tool
+    def flaky(text: str) -> str:
+        """Fails on its first attempt."""
+        attempts.append(text)
+        if len(attempts) == 1:
+            raise ConnectionError("first attempt fails")
+        return f"flaky {text} after {len(attempts)}"
+
+    tools = [echo, flaky]
+    node: ToolNode = (
+        ToolNode(tools)
+        if kind == "plain"
+        else ScheduledToolNode(
+            tools,
+            declarations={t.name: READ_ONLY for t in tools},
+            on_error="raise" if kind == "raise" else "answer",
+        )
+    )
+    graph = StateGraph(State)
+    policy = RetryPolicy(initial_interval=0, jitter=False, retry_on=ConnectionError)
+    graph.add_node("tools", node, retry_policy=policy)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    message = _message(_call("echo"), _call("flaky"))
+    out = await graph.compile().ainvoke({"messages": [HumanMessage("go"), message]})
+    return len(attempts), [m["content"] for m in _tool_messages(out["messages"])]
+
+
+@pytest.mark.anyio
+async def test_a_node_retry_policy_retries_under_on_error_raise() -> None:
+    expected = await _with_retry_policy("plain")
+    assert expected == (2, ["echo x", "flaky x after 2"])
+    assert await _with_retry_policy("raise") == expected
+    attempts, contents = await _with_retry_policy("answer")  # answered, not retried
+    assert attempts == 1
+    assert contents[1] == (
+        "Error: ConnectionError('first attempt fails')\n Please fix your mistakes."
+    )
