@@ -1075,3 +1075,55 @@ async def test_a_node_retry_policy_retries_under_on_error_raise() -> None:
     assert contents[1] == (
         "Error: ConnectionError('first attempt fails')\n Please fix your mistakes."
     )
+
+
+@tool
+def hand_off(text: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+    """Leaves the subgraph for the parent's "other" node, with its ToolMessage."""
+    return Command(
+        graph=Command.PARENT,
+        goto="other",
+        update={
+            "note": f"handed {text}",
+            "messages": [ToolMessage(f"handed {text}", tool_call_id=tool_call_id)],
+        },
+    )
+
+
+async def _subgraph_hand_off(kind: str, path: str) -> Any:
+    tools = [echo, hand_off, send_parent]
+    node: ToolNode = (
+        ToolNode(tools)
+        if kind == "plain"
+        else ScheduledToolNode(tools, declarations={t.name: READ_ONLY for t in tools})
+    )
+    inner = StateGraph(State)
+    inner.add_node("tools", node)
+    inner.add_edge(START, "tools")
+    inner.add_edge("tools", END)
+
+    def other(state: State) -> dict[str, Any]:
+        return {"visited": [f"other:{state.get('note')}"]}
+
+    outer = StateGraph(State)
+    outer.add_node("sub", inner.compile())
+    outer.add_node("other", other)
+    outer.add_edge(START, "sub")
+    outer.add_edge("sub", END)
+    outer.add_edge("other", END)
+    app = outer.compile()
+    message = _message(_call("echo"), _call("hand_off"), _call("send_parent"))
+    value = {"messages": [HumanMessage("go"), message], "note": "n0"}
+    if path == "sync":
+        out = await anyio.to_thread.run_sync(app.invoke, value)
+    else:
+        out = await app.ainvoke(value)
+    return _observe(out)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_command_parent_from_a_subgraph_as_tool_node(path: str) -> None:
+    expected = await _subgraph_hand_off("plain", path)
+    assert expected["visited"]
+    assert await _subgraph_hand_off("scheduled", path) == expected
