@@ -503,3 +503,35 @@ async def test_the_same_tool_events_stream_order_aside(case: Case, kind: str) ->
     """Every call and result event is emitted as without the wrapper (barriers may reorder them)."""
     expected = await _events("plain", case)
     assert await _events(kind, case) == expected
+
+
+async def _with_external_toolset(kind: str) -> Any:
+    from pydantic_ai.toolsets import CombinedToolset, ExternalToolset
+
+    external = ExternalToolset(
+        [
+            ToolDefinition(
+                name="browser_click",
+                parameters_json_schema={
+                    "type": "object",
+                    "properties": {"text": {"type": "string"}},
+                },
+            )
+        ]
+    )
+    combined: Any = CombinedToolset([_toolset(), external])
+    if kind != "plain":
+        combined = ScheduledToolset(combined)
+    case = Case(
+        "external",
+        [[("echo", X), ("browser_click", X), ("add", {"a": 1, "b": 2})]],
+        {"output_type": [str, DeferredToolRequests]},
+    )
+    return _observed(await _agent("plain", case, combined).run("go", deps=case.deps))
+
+
+@pytest.mark.anyio
+async def test_external_tools_in_a_wrapped_toolset_are_deferred_as_without_it() -> None:
+    expected = await _with_external_toolset("plain")
+    assert expected[0][0] == ["c1"]  # browser_click is handed back to the caller
+    assert await _with_external_toolset("scheduled") == expected
