@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 from agents import (
     Agent,
+    CustomTool,
     FunctionTool,
     RunContextWrapper,
     Runner,
+    ShellTool,
     StopAtTools,
     ToolGuardrailFunctionOutput,
     WebSearchTool,
@@ -35,7 +37,7 @@ from framework_probe import FRAGILE_DECLARATION
 from pydantic import BaseModel
 
 from toolweave.integrations import READ_ONLY
-from toolweave.integrations.openai_agents import scheduled_tools
+from toolweave.integrations.openai_agents import UnscheduledToolWarning, scheduled_tools
 
 set_tracing_disabled(True)  # no exporter: the tests never leave the machine
 
@@ -605,3 +607,48 @@ async def test_resume_from_json_with_new_tools_as_with_the_bare_tools() -> None:
     expected = await _resume_from_json("plain")
     assert expected[0] == "done"
     assert await _resume_from_json("scheduled") == expected
+
+
+def _local_shell() -> Any:
+    async def run(request: Any) -> str:
+        return "ran"
+
+    return ShellTool(executor=run)
+
+
+def _hosted_shell() -> Any:
+    return ShellTool(environment={"type": "container_auto"})
+
+
+def _local_custom() -> Any:
+    async def invoke(ctx: Any, text: str) -> str:
+        return text
+
+    return CustomTool(name="custom", description="c", on_invoke_tool=invoke)
+
+
+@pytest.mark.parametrize(
+    ("make", "warns"),
+    [
+        (_local_shell, True),
+        (_local_custom, True),
+        (_hosted_shell, False),
+        (WebSearchTool, False),
+    ],
+    ids=["local-shell", "custom-tool", "hosted-shell", "web-search"],
+)
+def test_locally_run_tools_pass_through_with_a_warning(
+    make: Callable[[], Any], warns: bool
+) -> None:
+    """Not scheduled, never changed; the ones the SDK runs here are named in a warning."""
+    import warnings
+
+    other = make()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tools = scheduled_tools([other, _tools()[0]])
+    assert tools[0] is other
+    named = [w for w in caught if issubclass(w.category, UnscheduledToolWarning)]
+    assert len(named) == (1 if warns else 0)
+    if warns:
+        assert other.name in str(named[0].message)

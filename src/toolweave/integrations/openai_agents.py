@@ -34,11 +34,20 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, final
 
 import anyio
-from agents import FunctionTool, Tool
+from agents import (
+    ApplyPatchTool,
+    ComputerTool,
+    CustomTool,
+    FunctionTool,
+    LocalShellTool,
+    ShellTool,
+    Tool,
+)
 from agents.tool import (
     _FUNCTION_TOOL_WRAPPED_CALLABLE_MARKER,
     _SYNC_FUNCTION_TOOL_MARKER,
@@ -55,7 +64,13 @@ from ._arrival import ArrivalGate
 from ._declaration import Declaration, Declarations
 from ._foreign import ForeignCall, ForeignScheduler
 
-__all__ = ["Declaration", "ErrorMode", "ToolScheduler", "scheduled_tools"]
+__all__ = [
+    "Declaration",
+    "ErrorMode",
+    "ToolScheduler",
+    "UnscheduledToolWarning",
+    "scheduled_tools",
+]
 
 _PREPARE_MARKER = "__agents_prepare_arguments__"
 """Where a `@function_tool`'s implementation keeps its approval-time argument preparation."""
@@ -228,4 +243,25 @@ def scheduled_tools(
         interrupt=interrupt,
         scheduler_options=scheduler_options,
     )
+    local = [t.name for t in tools if _runs_locally(t)]
+    if local:
+        warnings.warn(
+            f"scheduled_tools does not schedule {', '.join(local)}: the SDK runs"
+            " these tools itself, beside the function tools of the same response."
+            " Wrap such an action in a declared @function_tool to order it.",
+            UnscheduledToolWarning,
+            stacklevel=2,
+        )
     return [scheduler.wrap(t) if isinstance(t, FunctionTool) else t for t in tools]
+
+
+class UnscheduledToolWarning(UserWarning):
+    """A tool the SDK executes locally was passed through unscheduled."""
+
+
+def _runs_locally(tool: Tool) -> bool:
+    """True for the non-function tools the SDK executes on this machine."""
+    if isinstance(tool, ShellTool):
+        # normalized by the SDK: a local environment is the one with an executor
+        return tool.environment is None or tool.environment["type"] == "local"
+    return isinstance(tool, LocalShellTool | ComputerTool | ApplyPatchTool | CustomTool)
