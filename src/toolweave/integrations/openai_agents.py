@@ -21,7 +21,9 @@ reach the model in call order (the SDK records them by position).
 
 A `@function_tool` keeps the SDK's own invoker (argument preparation for
 approval policies, failure handling, ``__wrapped__``); only the function it
-runs is scheduled. Hosted and other non-function tools pass through untouched.
+runs is scheduled. Hosted and other non-function tools pass through untouched
+(those the SDK runs locally, like a local `ShellTool`, with an
+`UnscheduledToolWarning`: they run beside the function tools unscheduled).
 
 Errors: by default a tool's exception is handled by the SDK as it would be
 (its ``failure_error_function``, an error text for the model by default; with
