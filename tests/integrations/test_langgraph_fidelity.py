@@ -1127,3 +1127,48 @@ async def test_command_parent_from_a_subgraph_as_tool_node(path: str) -> None:
     expected = await _subgraph_hand_off("plain", path)
     assert expected["visited"]
     assert await _subgraph_hand_off("scheduled", path) == expected
+
+
+_MIXABLE = [
+    _call("echo"),
+    _call("add", {"a": 1, "b": 2}),
+    _call("add", {"a": "one"}),
+    _call("blocks"),
+    _call("as_dict"),
+    _call("with_artifact"),
+    _call("fail_value"),
+    _call("fail_own"),
+    _call("set_note"),
+    _call("mixed"),
+    _call("read_state"),
+    _call("use_runtime"),
+    _call("own_message"),
+    _call("self_handled"),
+    _call("nope"),
+    _call("empty"),
+]
+"""Calls that never abort a graph whose node handles every error."""
+
+
+def _mixes(seed: int, count: int) -> list[Case]:
+    import random
+
+    rng = random.Random(seed)
+    return [
+        Case(
+            f"mix{i}",
+            rng.choices(_MIXABLE, k=rng.randint(1, 6)),
+            {"handle_tool_errors": True},
+        )
+        for i in range(count)
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["sync", "async"])
+@pytest.mark.parametrize("case", _mixes(seed=15, count=25), ids=lambda c: c.id)
+async def test_random_mixes_as_tool_node(case: Case, path: str) -> None:
+    """Seeded random messages mixing results, errors, Commands and injection."""
+    expected = _comparable(await _run("plain", case, path))
+    for kind in ("scheduled", "undeclared", "fragile"):
+        assert _comparable(await _run(kind, case, path)) == expected, kind

@@ -652,3 +652,40 @@ def test_locally_run_tools_pass_through_with_a_warning(
     assert len(named) == (1 if warns else 0)
     if warns:
         assert other.name in str(named[0].message)
+
+
+_MIXABLE: list[tuple[str, Any]] = [
+    ("echo", X),
+    ("add", {"a": 1}),
+    ("add", "{not json"),
+    ("add", {"a": "one"}),
+    ("point", {"x": 1, "y": 2}),
+    ("whoami", X),
+    ("boom", X),
+    ("boom_custom", X),
+    ("guarded", {"text": "secret"}),
+    ("guarded", {"text": "leak"}),
+    ("empty", X),
+    ("strict_add", {"a": 1, "b": 2}),
+    ("delete", X),
+]
+"""Calls that never fail a run."""
+
+
+def _mixes(seed: int, count: int) -> list[Case]:
+    import random
+
+    rng = random.Random(seed)
+    return [
+        Case(f"mix{i}", [rng.choices(_MIXABLE, k=rng.randint(1, 6))])
+        for i in range(count)
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", _mixes(seed=15, count=20), ids=lambda c: c.id)
+async def test_random_mixes_as_with_the_bare_tools(case: Case) -> None:
+    """Seeded random responses mixing results, errors, guardrails and approvals."""
+    expected = await _outcome("plain", case)
+    for kind in ("scheduled", "undeclared", "fragile"):
+        assert await _outcome(kind, case) == expected, kind

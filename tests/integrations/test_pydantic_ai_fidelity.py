@@ -535,3 +535,43 @@ async def test_external_tools_in_a_wrapped_toolset_are_deferred_as_without_it() 
     expected = await _with_external_toolset("plain")
     assert expected[0][0] == ["c1"]  # browser_click is handed back to the caller
     assert await _with_external_toolset("scheduled") == expected
+
+
+_MIXABLE: list[tuple[str, Any]] = [
+    ("echo", X),
+    ("add", {"a": 1, "b": 2}),
+    ("add", {"a": "one"}),
+    ("whoami", X),
+    ("failed", X),
+    ("flaky", X),
+    ("barrier", X),
+    ("nope", X),
+    ("rich", X),
+    ("empty", X),
+    ("delete", X),
+    ("external", X),
+]
+"""Calls that never fail a run (with DeferredToolRequests as an output type)."""
+
+
+def _mixes(seed: int, count: int) -> list[Case]:
+    import random
+
+    rng = random.Random(seed)
+    return [
+        Case(
+            f"mix{i}",
+            [rng.choices(_MIXABLE, k=rng.randint(1, 6))],
+            {"output_type": [str, DeferredToolRequests]},
+        )
+        for i in range(count)
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", _mixes(seed=15, count=20), ids=lambda c: c.id)
+async def test_random_mixes_as_with_the_bare_toolset(case: Case) -> None:
+    """Seeded random responses mixing results, retries, failures and deferrals."""
+    expected = await _outcome("plain", case)
+    for kind in ("read-only", "undeclared", "fragile"):
+        assert await _outcome(kind, case) == expected, kind
