@@ -585,7 +585,9 @@ FEATURE_TOOLS: list[BaseTool] = [*ALL_TOOLS, stream_progress, read_config]
 def _feature_node(kind: str, **options: Any) -> ToolNode:
     if kind == "plain":
         return ToolNode(FEATURE_TOOLS, **options)
-    declared = {t.name: READ_ONLY for t in FEATURE_TOOLS}
+    declared = (
+        {} if kind == "undeclared" else {t.name: READ_ONLY for t in FEATURE_TOOLS}
+    )
     return ScheduledToolNode(FEATURE_TOOLS, declarations=declared, **options)
 
 
@@ -618,11 +620,14 @@ async def _interrupt_and_resume(kind: str, path: str) -> list[Any]:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["scheduled", "undeclared"])
 @pytest.mark.parametrize("path", ["sync", "async"])
-async def test_langgraph_interrupt_and_resume_as_tool_node(path: str) -> None:
+async def test_langgraph_interrupt_and_resume_as_tool_node(
+    path: str, kind: str
+) -> None:
     expected = await _interrupt_and_resume("plain", path)
     assert expected[0][0] == ["approve x?"]
-    assert await _interrupt_and_resume("scheduled", path) == expected
+    assert await _interrupt_and_resume(kind, path) == expected
 
 
 async def _stream_custom(kind: str, path: str) -> list[Any]:
