@@ -171,3 +171,133 @@ def test_a_loop_closed_with_a_pending_deadline_is_not_disturbed() -> None:
 
     anyio.run(leave_one, backend="asyncio")
     assert anyio.run(after, backend="asyncio") == "ok"
+
+
+# -- the native asyncio path: anyio's semantics without an anyio scope ---------------
+
+
+def _cancelling() -> int:
+    """Cancel requests pending on the current asyncio task (0 on trio)."""
+    import asyncio
+
+    import sniffio
+
+    if sniffio.current_async_library() != "asyncio":
+        return 0
+    task = asyncio.current_task()
+    assert task is not None
+    return task.cancelling()
+
+
+def test_asyncio_uses_the_native_path_with_this_anyio() -> None:
+    """If an anyio upgrade moved the internals it reads, this fails (not a silent slowdown)."""
+
+    async def probe() -> bool:
+        return DeadlineScope(1)._scope is None
+
+    assert anyio.run(probe, backend="asyncio")
+
+
+async def test_a_cancel_from_an_enclosing_scope_is_not_swallowed() -> None:
+    with anyio.CancelScope() as outer:
+        with DeadlineScope(0.01) as inner:
+            outer.cancel()
+            await anyio.sleep_forever()  # both want it cut: the outer one wins
+        raise AssertionError("the inner scope swallowed the outer cancel")
+    assert outer.cancelled_caught
+    assert not inner.cancelled_caught
+
+
+async def test_an_enclosing_cancel_that_lands_after_its_own_still_propagates() -> None:
+    with anyio.CancelScope() as outer:
+        with DeadlineScope(0.01) as inner:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                outer.cancel()  # while the deadline's cancel unwinds the block
+        raise AssertionError("the inner scope swallowed the outer cancel")
+    assert outer.cancelled_caught
+    assert inner.expired
+
+
+async def test_a_shield_around_the_scope_does_not_stop_its_own_deadline() -> None:
+    with anyio.CancelScope(shield=True), DeadlineScope(0.02) as scope:
+        await anyio.sleep_forever()
+    assert scope.expired and scope.cancelled_caught
+
+
+async def test_cancel_from_inside_the_block_cuts_at_the_next_checkpoint() -> None:
+    reached: list[str] = []
+    with DeadlineScope(None) as scope:
+        scope.cancel()
+        reached.append("cancel() returns: the task is not cut while it runs")
+        await anyio.sleep_forever()
+    assert reached and scope.cut and scope.cancelled_caught
+
+
+async def test_a_block_that_swallows_the_cancel_and_returns_leaves_no_pending_cancel() -> (
+    None
+):
+    before = _cancelling()
+    with DeadlineScope(0.01) as scope:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            pass  # swallowed: the block ends normally
+    assert scope.expired and scope.cancel_called
+    assert not scope.cancelled_caught
+    assert _cancelling() == before
+    await anyio.lowlevel.checkpoint()  # and nothing cancels the task afterwards
+
+
+async def test_a_task_group_inside_that_was_cut_is_caught() -> None:
+    with DeadlineScope(0.02) as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.sleep_forever)
+            tg.start_soon(anyio.sleep_forever)
+    assert scope.expired and scope.cancelled_caught
+    assert _cancelling() == 0
+
+
+async def test_a_worker_thread_that_may_not_be_abandoned_is_waited_for() -> None:
+    import threading
+
+    release = threading.Event()
+    finished: list[str] = []
+
+    def work() -> None:
+        release.wait(5)
+        finished.append("thread")
+
+    async def let_go() -> None:
+        await anyio.sleep(0.1)  # well past the deadline below
+        release.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(let_go)
+        with DeadlineScope(0.02) as scope:
+            await anyio.to_thread.run_sync(work)  # shielded wait in anyio
+            await anyio.sleep_forever()
+    assert finished == ["thread"]
+    assert scope.expired and scope.cancelled_caught
+
+
+async def test_a_scope_is_entered_once() -> None:
+    scope = DeadlineScope(1)
+    with scope:
+        pass
+    if scope._scope is None:  # the native path says so itself
+        with pytest.raises(RuntimeError), scope:
+            pass
+
+
+async def test_a_group_of_its_cancel_and_an_error_keeps_the_error() -> None:
+    scope = DeadlineScope(0.01)
+    with pytest.raises(BaseExceptionGroup) as raised, scope:  # noqa: PT012
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class() as cancel:
+            raise BaseExceptionGroup("both", [cancel, ValueError("boom")]) from None
+    assert raised.group_contains(ValueError)
+    assert not raised.group_contains(anyio.get_cancelled_exc_class())
+    assert scope.expired

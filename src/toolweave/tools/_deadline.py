@@ -98,7 +98,6 @@ class _PerThread(threading.local):
 
 
 _here = _PerThread()
-_asyncio_scope: type[anyio.CancelScope] | None = None
 
 
 def _alarm_here() -> _Alarm | None:
@@ -113,14 +112,34 @@ def _alarm_here() -> _Alarm | None:
     return _here.alarm
 
 
-def _new_scope(alarm: _Alarm | None) -> anyio.CancelScope:
-    global _asyncio_scope
-    if alarm is None:
-        return anyio.CancelScope()
-    if _asyncio_scope is None:
-        _asyncio_scope = type(anyio.CancelScope())
-    # The backend's class itself: anyio.CancelScope() would ask sniffio again.
-    return _asyncio_scope()
+def _anyio_task_states() -> Any:
+    """The task → scope table of anyio on asyncio; None if this anyio keeps no such table.
+
+    The native path reads it (and each scope's ``shield`` and parent) only to
+    learn whether the task stands inside a shielded anyio scope; without it,
+    `DeadlineScope` uses an anyio scope on asyncio too (correct, slower).
+    """
+    try:
+        from anyio._backends import _asyncio as backend
+
+        states = backend._task_states
+        probe = backend.CancelScope()
+        if not hasattr(probe, "_parent_scope") or not hasattr(states, "get"):
+            return None
+        return states
+    except (ImportError, AttributeError):  # pragma: no cover - other anyio
+        return None
+
+
+_task_states = _anyio_task_states()
+
+_REASON = "Cancelled via cancel scope {:x}; reason: toolweave DeadlineScope"
+"""The message of a native scope's cancellations: anyio's form, so that an
+enclosing anyio scope that was cancelled meanwhile takes the exception for its
+own, as it would from a nested anyio scope (anyio matches the prefix)."""
+
+_SHIELD_POLL = (0.0, 0.001, 0.005, 0.02, 0.05)
+"""Seconds between checks while the task is shielded (then the last one)."""
 
 
 @final
@@ -132,28 +151,73 @@ class DeadlineScope:
     `expired` says whether the deadline (not `cancel()`) stopped the block,
     and `cancelled_caught` whether the block was cut off. Whichever of the
     two came first is the one reported.
+
+    On asyncio the scope is not an anyio scope but delivers cancellation as
+    one would (what a scope per call cost was most of the engine's overhead):
+    ``task.cancel()`` on the task that entered it, again at each loop step
+    while the block still runs (level-triggered), never while the task stands
+    inside a shielded anyio scope entered within this block (checked again
+    until it leaves it), and never to the task while it runs. On exit its own
+    cancellations are withdrawn (``Task.uncancel``) and a cancellation that
+    was only its own ends at the block, so a cancel from outside (a task
+    group, a caller, an enclosing anyio scope, even one that came while the
+    block unwound) still propagates. On trio the
+    scope is trio's own, with its native deadline.
     """
 
-    __slots__ = ("_alarm", "_entry", "_scope", "_seconds", "cut", "expired")
+    __slots__ = (
+        "_alarm",
+        "_baseline",
+        "_called",
+        "_caught",
+        "_entry",
+        "_live",
+        "_outer",
+        "_polls",
+        "_scope",
+        "_seconds",
+        "_sent",
+        "_task",
+        "cut",
+        "expired",
+    )
 
     def __init__(self, seconds: float | None = None) -> None:
         self._seconds = seconds
-        self._alarm = _alarm_here()
-        self._scope = _new_scope(self._alarm)
+        self._alarm = alarm = _alarm_here()
+        self._scope: anyio.CancelScope | None = (
+            None
+            if alarm is not None and _task_states is not None
+            else anyio.CancelScope()
+        )
         self._entry: _Entry | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._called = self._caught = self._live = False
+        self._sent = 0
         self.expired = False
         """True if the deadline passed while the scope was active (and before any cancel)."""
         self.cut = False
         """True if `cancel()` came first."""
 
     def __enter__(self) -> DeadlineScope:
-        self._scope.__enter__()
         seconds = self._seconds
+        scope = self._scope
+        if scope is not None:
+            scope.__enter__()
+            if seconds is not None:
+                scope.deadline = anyio.current_time() + seconds
+            return self
+        task = asyncio.current_task()
+        if task is None or self._task is not None:
+            raise RuntimeError("a DeadlineScope is entered once, in a task")
+        self._task = task
+        state = _task_states.get(task)
+        self._outer = state.cancel_scope if state is not None else None
+        self._baseline = task.cancelling()
+        self._live = True
         if seconds is not None:
-            if self._alarm is not None:
-                self._entry = self._alarm.arm(self, seconds)
-            else:
-                self._scope.deadline = anyio.current_time() + seconds
+            assert self._alarm is not None
+            self._entry = self._alarm.arm(self, seconds)
         return self
 
     def __exit__(
@@ -167,35 +231,104 @@ class DeadlineScope:
             self._entry = None
             assert self._alarm is not None
             self._alarm.disarm(entry)
-        try:
-            return self._scope.__exit__(exc_type, exc, tb)
-        finally:
-            if (
-                self._alarm is None
-                and self._seconds is not None
-                and not self.cut
-                and self._scope.cancel_called
-            ):
-                self.expired = True  # trio: the native deadline cancelled it
+        scope = self._scope
+        if scope is not None:
+            try:
+                return scope.__exit__(exc_type, exc, tb)
+            finally:
+                if self._seconds is not None and not self.cut and scope.cancel_called:
+                    self.expired = True  # trio: the native deadline cancelled it
+        return self._native_exit(exc)
+
+    def _native_exit(self, exc: BaseException | None) -> bool:
+        self._live = False
+        if not self._sent:
+            return False
+        task = self._task
+        assert task is not None
+        for _ in range(self._sent):
+            task.uncancel()
+        self._sent = 0
+        if (
+            exc is None
+            or task.cancelling() > self._baseline
+            or anyio.current_effective_deadline() == -math.inf
+        ):
+            return False  # done anyway, or a cancel from outside came too
+        if isinstance(exc, asyncio.CancelledError):
+            self._caught = True
+            return True
+        if isinstance(exc, BaseExceptionGroup):
+            ours, rest = exc.split(asyncio.CancelledError)
+            if ours is not None:
+                self._caught = True
+                if rest is None:
+                    return True
+                raise rest
+        return False
 
     @property
     def cancelled_caught(self) -> bool:
         """True if the block was cut off (by the deadline or `cancel()`)."""
-        return self._scope.cancelled_caught
+        scope = self._scope
+        return scope.cancelled_caught if scope is not None else self._caught
 
     @property
     def cancel_called(self) -> bool:
         """True once the deadline passed or `cancel()` was called."""
-        return self._scope.cancel_called
+        scope = self._scope
+        return scope.cancel_called if scope is not None else self._called
 
     def cancel(self) -> None:
         """Cancel the block for its owner; a no-op once the deadline cut it off."""
-        if not self._scope.cancel_called:
+        if not self.cancel_called:
             self.cut = True
-            self._scope.cancel()
+            self._cancel()
 
     def expire(self) -> None:
         """The deadline passed (the shared timer calls this); a no-op after `cancel()`."""
-        if not self._scope.cancel_called:
+        if not self.cancel_called:
             self.expired = True
-            self._scope.cancel()
+            self._cancel()
+
+    def _cancel(self) -> None:
+        scope = self._scope
+        if scope is not None:
+            scope.cancel()
+            return
+        self._called = True
+        self._polls = 0
+        if self._live:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        """Cancel the task if it may be cancelled now; look again later while it runs."""
+        task = self._task
+        if not self._live or task is None or task.done():
+            return
+        wait = 0.0
+        if task is not asyncio.current_task() and not task._must_cancel:  # type: ignore[attr-defined]
+            if self._shielded(task):
+                wait = _SHIELD_POLL[min(self._polls, len(_SHIELD_POLL) - 1)]
+                self._polls += 1
+            else:
+                waiter = task._fut_waiter  # type: ignore[attr-defined]
+                if waiter is None or not waiter.done():
+                    task.cancel(_REASON.format(id(self)))
+                    self._sent += 1
+        loop = task.get_loop()
+        if wait:
+            loop.call_later(wait, self._deliver)
+        else:
+            loop.call_soon(self._deliver)
+
+    def _shielded(self, task: asyncio.Task[Any]) -> bool:
+        """True if `task` stands in a shielded anyio scope entered inside this block."""
+        assert _task_states is not None
+        state = _task_states.get(task)
+        scope = state.cancel_scope if state is not None else None
+        while scope is not None and scope is not self._outer:
+            if scope.shield:
+                return True
+            scope = scope._parent_scope
+        return False
