@@ -137,8 +137,8 @@ class PermissionGate:
         self._always: set[_ALWAYS_KEY] = set()
         self._lock: anyio.Lock | None = None
 
-    def _trivial(self, tool: Tool, verdict: HookVerdict | None) -> bool:
-        """True when nothing could say anything but allow (the hot path)."""
+    def allows_at_once(self, tool: Tool, verdict: HookVerdict | None) -> bool:
+        """True when nothing could say anything but allow (the hot path: no await needed)."""
         return (
             verdict is None
             and not self.rules
@@ -158,7 +158,7 @@ class PermissionGate:
 
         Checkpoints: the tool's `check_permissions` and the ask handler.
         """
-        if self._trivial(tool, verdict):
+        if self.allows_at_once(tool, verdict):
             return
         try:
             subject = tool.permission_subject(args)

@@ -19,7 +19,7 @@ from ..tools._deadline import DeadlineScope
 from ..tools._threads import AbandonRecord, abandoning_threads
 from ._output import ToolOutput
 
-__all__ = ["Executed", "ProgressReporter", "emit_safely", "execute"]
+__all__ = ["Executed", "ProgressReporter", "call_tool", "emit_safely", "execute"]
 
 logger = logging.getLogger("toolweave.execution")
 
@@ -102,7 +102,7 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-async def _call(tool: Tool, args: dict[str, object], ctx: ToolContext) -> Executed:
+async def call_tool(tool: Tool, args: dict[str, object], ctx: ToolContext) -> Executed:
     """Call the tool; map ToolOutput, StopRun and exceptions.
 
     Real cancellation, KeyboardInterrupt and SystemExit propagate. A
@@ -151,15 +151,15 @@ async def execute(
     """
     if limit is None:
         if zone is None:
-            return await _call(tool, args, ctx)
+            return await call_tool(tool, args, ctx)
         with abandoning_threads(zone):
-            return await _call(tool, args, ctx)
+            return await call_tool(tool, args, ctx)
     executed: Executed | None = None
     if zone is None:
         zone = AbandonRecord()
     zone.abandons = True  # the deadline answers the call: its threads are left
     with abandoning_threads(zone) as abandoned, DeadlineScope(limit) as scope:
-        executed = await _call(tool, args, ctx)
+        executed = await call_tool(tool, args, ctx)
     # expired, not cancelled_caught: a late return after the deadline counts.
     if executed is not None and not scope.expired:
         return executed

@@ -145,6 +145,8 @@ def utf8_safe(result: ToolResult) -> ToolResult:
     content = result.content
     fixed: Content
     if isinstance(content, str):
+        if content.isascii():  # the common case, without a call
+            return result
         fixed = utf8_text(content)
         changed = fixed is not content
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import final
+from typing import NoReturn, final
 
 import anyio
 
@@ -20,7 +20,7 @@ from ._authorize import AskHandler, PermissionGate
 from ._budget import enforce_batch_budget, persist_if_large
 from ._config import ExecutionConfig
 from ._decision import HookVerdict, PermissionMode
-from ._execute import Executed, ProgressReporter, emit_safely, execute
+from ._execute import Executed, ProgressReporter, call_tool, emit_safely, execute
 from ._hook_stage import run_failure_hooks, run_post_hooks, run_pre_hooks
 from ._hooks import (
     Hooks,
@@ -215,10 +215,8 @@ class ToolRunner:
         if self._on_event is not None:
             emit_safely(self._on_event, WarningEvent(message))
 
-    def _lookup(self, call: ToolCall) -> Tool:
-        tool = self._registry.get(call.name)
-        if tool is not None:
-            return tool
+    def _unknown(self, call: ToolCall) -> NoReturn:
+        """Raise the answer to a call of a tool the registry does not have."""
         message = f"Unknown tool {call.name!r}."
         close = [
             name
@@ -260,26 +258,26 @@ class ToolRunner:
         if problem is not None:
             raise CallFailed(problem)
 
-    def _context(self, call: ToolCall) -> tuple[ToolContext, ProgressReporter | None]:
-        if self._progress_sink is None:
-            return ToolContext(call, self._state), None
-        reporter = ProgressReporter(call.id, self._progress_sink, key=call.key)
-        return ToolContext(call, self._state, progress=reporter), reporter
-
     async def _run(self, call: ToolCall) -> ToolResult:
-        tool = self._lookup(call)
+        tool = self._registry.get(call.name)
+        if tool is None:
+            self._unknown(call)
         args = self._parse(tool, call.input, call)
-        ctx, reporter = self._context(call)
+        if self._progress_sink is None:
+            ctx = ToolContext(call, self._state)
+            return await self._checked_run(tool, call, args, ctx)
+        reporter = ProgressReporter(call.id, self._progress_sink, key=call.key)
         try:
+            ctx = ToolContext(call, self._state, progress=reporter)
             return await self._checked_run(tool, call, args, ctx)
         finally:
-            if reporter is not None:
-                reporter.close()
+            reporter.close()
 
     async def _checked_run(
         self, tool: Tool, call: ToolCall, args: dict[str, object], ctx: ToolContext
     ) -> ToolResult:
-        await self._validate(tool, args, ctx)
+        if type(tool).validate_input is not Tool.validate_input:
+            await self._validate(tool, args, ctx)
         hooks = (
             self._hooks
             if self._hooks is not None and self._hooks.has_tool_hooks
@@ -296,7 +294,8 @@ class ToolRunner:
                 # next checkpoint.
                 message = _PRE_HOOKS_CUT.format(tool=tool.name)
                 return ToolResult(call.id, message, is_error=True, synthetic=True)
-        await self._gate.authorize(tool, call, args, ctx, verdict)
+        if not self._gate.allows_at_once(tool, verdict):
+            await self._gate.authorize(tool, call, args, ctx, verdict)
         timeout = (
             tool.timeout if tool.timeout is not None else self._config.default_timeout
         )
@@ -304,7 +303,11 @@ class ToolRunner:
             emit_safely(self._on_event, ToolRunning(call.id, key=call.key))
         auditor = self._auditor
         if auditor.mode == "off":
-            executed = await execute(tool, args, ctx, timeout)
+            executed = await (
+                call_tool(tool, args, ctx)
+                if timeout is None
+                else execute(tool, args, ctx, timeout)
+            )
         else:  # Auditor.run's steps, inline: no extra coroutine or call per call
             # With a timeout, execute() abandons the call's threads anyway.
             abandons = True if timeout is not None else None
@@ -412,12 +415,11 @@ class ToolRunner:
         content, is_error = to_content(output)
         if is_empty(content):
             content = empty_placeholder(tool.name)
-        result = utf8_safe(
-            ToolResult(call.id, content, is_error, context_modifier=modifier)
-        )  # before the ledger records a preview of it
+        result = ToolResult(call.id, content, is_error, context_modifier=modifier)
         limit = tool.max_result_chars
         if limit is None:
-            return result
+            return result  # made UTF-8-safe by __call__, like every result
+        result = utf8_safe(result)  # before the ledger records a preview of it
         threshold = min(limit, self._config.max_result_chars)
         return await persist_if_large(
             result,

@@ -54,6 +54,7 @@ from ._gate import CallPlan, classify
 from ._modifiers import apply_modifiers
 from ._policies import Planner
 from ._results import attach_results, fatal_raised, not_run, stopped_while_running
+from ._slots import Slots
 from ._spawn import Spawner
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class Batch:
         self._eager = eager and planner.incremental
         self._selective = selective
         self._config = config
-        self._limiter = anyio.CapacityLimiter(config.batch_cap)
+        self._slots = Slots(config.batch_cap)
         self.calls: list[ToolCall] = []
         self.plans: list[CallPlan] = []
         self.results: list[ToolResult | None] = []
@@ -162,7 +163,10 @@ class Batch:
     def submit(self, call: ToolCall) -> None:
         """Add the next call (in call order). Never blocks, never raises for bad calls."""
         index = len(self.calls)
-        plan = self._threads_cap(classify(call, self._registry))
+        plan = classify(call, self._registry)
+        tool = plan.tool
+        if tool is not None and tool.runs_in_thread:
+            plan = self._threads_cap(plan)
         self.calls.append(call)
         self.plans.append(plan)
         self.results.append(None)
@@ -174,7 +178,6 @@ class Batch:
         self._dependents.append([])
         self._queued.append(False)
         self._host.waiting += 1
-        tool = plan.tool
         if tool is not None and tool.abort_siblings_on_error:
             self._selective = True
             if self._sibling_failure:
@@ -184,7 +187,8 @@ class Batch:
         if needs_prepare:
             assert self._tg is not None
             self._tg.start_soon(self._prepare, index)
-        self._poke()
+        if self._wake is not None:
+            self._poke()
 
     def _threads_cap(self, plan: CallPlan) -> CallPlan:
         # issue 13 item 3: too many abandoned threads → sync tools run exclusive.
@@ -225,15 +229,16 @@ class Batch:
 
     # -- readiness ------------------------------------------------------------
 
-    def _admissible(self, index: int) -> bool:
-        if index >= len(self.calls):
-            return False
-        return self.final or (self._eager and self.plans[index].parallel_ok)
-
     def _plan_admissible(self) -> None:
-        """Draw the dependencies of every call that may be planned now, in call order."""
-        while self._admissible(self._planned):
-            index = self._planned
+        """Draw the dependencies of every call that may be planned now, in call order.
+
+        A call may be planned once the response is final, or (eager batches)
+        while it streams if the call is parallel-ok.
+        """
+        plans = self.plans
+        while (index := self._planned) < len(plans) and (
+            self.final or (self._eager and plans[index].parallel_ok)
+        ):
             self._planned += 1
             deps = self._planner.deps(index, self.plans)
             for dep in deps:
@@ -251,7 +256,8 @@ class Batch:
         ):
             self._queued[index] = True
             heapq.heappush(self._ready, index)
-            self._poke()
+            if self._wake is not None:
+                self._poke()
 
     # -- admission (the dispatching task) -------------------------------------
 
@@ -277,25 +283,25 @@ class Batch:
         """Take slots, then start the lowest ready call (which may have changed meanwhile)."""
         if self._skip_ready():
             return
-        token = object()
-        if not self._host.try_acquire(token, self._limiter):
+        if not self._host.try_acquire(self._slots):
             with anyio.CancelScope() as self._admission:
-                await self._host.acquire(token, self._limiter)
+                await self._host.acquire(self._slots)
             cut = self._admission.cancelled_caught  # then no slot was taken
             self._admission = None
             if cut:
                 return
             # While we waited: a halt may have come, or a lower call become ready.
             if self.stop is not None or self._skip_ready():
-                self._host.release(token, self._limiter)
+                self._host.release(self._slots)
                 return
         index = heapq.heappop(self._ready)
         assert self._tg is not None
         self._dispatched += 1
         self._state[index] = _State.ADMITTED
         self._outstanding += 1
-        fire_started(self._on_started, self.calls[index])
-        self._tg.start_soon(self._run, index, token)
+        if self._on_started is not None:
+            fire_started(self._on_started, self.calls[index])
+        self._tg.start_soon(self._run, index)
 
     def _skip_ready(self) -> bool:
         """Answer ready calls that must not run (a sibling failed); True if none is left."""
@@ -309,7 +315,7 @@ class Batch:
 
     # -- one call ------------------------------------------------------------------
 
-    async def _run(self, index: int, token: object) -> None:
+    async def _run(self, index: int) -> None:  # noqa: C901 (one frame per call, see below)
         # One coroutine per call around the runner: the engine's cost per call
         # is mostly frames, so the call's scope, fault handling and bookkeeping
         # live here rather than in helpers that each add a layer.
@@ -322,7 +328,8 @@ class Batch:
         try:
             if self._why[index] is None:
                 self._state[index] = _State.RUNNING
-                host.started_running()
+                host.running += 1
+                host.waiting -= 1
                 try:
                     if ceiling is None and not self._selective:
                         result = await guarded(self._runner, call)
@@ -332,7 +339,8 @@ class Batch:
                             if self._selective:
                                 self._scopes[index] = scope
                             result = await guarded(self._runner, call)
-                        result = at_ceiling(scope, call, result, ceiling)
+                        if scope.expired:
+                            result = at_ceiling(scope, call, result, ceiling)
                 finally:
                     host.running -= 1
         except BaseException as exc:
@@ -343,11 +351,11 @@ class Batch:
             fatal, result = exc, fatal_raised(call, exc)
         finally:
             self._scopes[index] = None
-            host.release(token, self._limiter)
+            host.release(self._slots)
         if fatal is not None:
             self._on_fatal(fatal)
         if result is not None:
-            if self.stop != DISCARDED:
+            if result.context_modifier is not None and self.stop != DISCARDED:
                 # issue 13 item 4: before any call ordered after this one starts.
                 apply_modifiers([result])
             self._record(index, result)
@@ -370,14 +378,15 @@ class Batch:
     def _settle(self, index: int) -> None:
         self._mark_done(index)
         self._outstanding -= 1
-        self._check_settled()
+        if self._admission_over and not self._outstanding:
+            self._check_settled()
 
     def _record(self, index: int, result: ToolResult) -> None:
         call = self.calls[index]
         started = self._state[index] is not _State.PENDING
         self.results[index] = result
         self._state[index] = _State.DONE
-        if self.stop != DISCARDED or started:
+        if self._on_completed is not None and (self.stop != DISCARDED or started):
             fire_completed(self._on_completed, call, result)
         tool = self.plans[index].tool
         if (

@@ -30,6 +30,7 @@ from ._interrupt import InterruptToken
 from ._policies import new_planner
 from ._results import not_run, stopped_while_running
 from ._sequential import prepare, run_sequential
+from ._slots import Slots
 from ._spawn import open_spawner
 from ._stream import ToolStream
 
@@ -66,67 +67,53 @@ class _Host:
     """The resources every batch on one Dispatcher shares: the host cap and threads."""
 
     def __init__(self, max_concurrency: int) -> None:
-        self.slots = anyio.CapacityLimiter(max_concurrency)
+        self.slots = Slots(max_concurrency)
         self.threads = WorkerThreads(max_concurrency)
         self.running = 0
         self.waiting = 0
 
-    def started_running(self) -> None:
-        self.running += 1
-        self.waiting -= 1
-
-    def try_acquire(self, token: object, batch: anyio.CapacityLimiter) -> bool:
-        """Take a batch slot and a host slot for `token` if both are free now; never waits."""
-        try:
-            batch.acquire_on_behalf_of_nowait(token)
-        except anyio.WouldBlock:
+    def try_acquire(self, batch: Slots) -> bool:
+        """Take a batch slot and a host slot if both are free now; never waits."""
+        if not batch.try_take():
             return False
-        try:
-            self.slots.acquire_on_behalf_of_nowait(token)
-        except anyio.WouldBlock:
-            batch.release_on_behalf_of(token)
-            return False
-        return True
+        if self.slots.try_take():
+            return True
+        batch.give()
+        return False
 
-    async def acquire(self, token: object, batch: anyio.CapacityLimiter) -> None:
-        """Take a batch slot, then a host slot, on behalf of `token`.
+    async def acquire(self, batch: Slots) -> None:
+        """Take a batch slot, then a host slot.
 
         Batch first: a batch at its own cap must not hold a host slot idle while
         it waits. A checkpoint only when a slot is not free at once.
         """
+        if not batch.try_take():
+            await batch.take()
         try:
-            batch.acquire_on_behalf_of_nowait(token)
-        except anyio.WouldBlock:
-            await batch.acquire_on_behalf_of(token)
-        try:
-            try:
-                self.slots.acquire_on_behalf_of_nowait(token)
-            except anyio.WouldBlock:
-                await self.slots.acquire_on_behalf_of(token)
+            if not self.slots.try_take():
+                await self.slots.take()
         except BaseException:
-            batch.release_on_behalf_of(token)
+            batch.give()
             raise
 
-    async def acquire_host(
-        self, token: object, interrupt: InterruptToken | None
-    ) -> bool:
-        """Take a host slot for `token`; False if `interrupt` was set first."""
+    async def acquire_host(self, interrupt: InterruptToken | None) -> bool:
+        """Take a host slot; False if `interrupt` was set first. Always a checkpoint."""
         if interrupt is None:
-            await self.slots.acquire_on_behalf_of(token)
+            await self.slots.take()
             return True
         if interrupt.is_set():
             return False
         with anyio.CancelScope() as scope:
             unsubscribe = interrupt.subscribe(scope.cancel)
             try:
-                await self.slots.acquire_on_behalf_of(token)
+                await self.slots.take()
             finally:
                 unsubscribe()
         return not scope.cancelled_caught
 
-    def release(self, token: object, batch: anyio.CapacityLimiter) -> None:
-        batch.release_on_behalf_of(token)
-        self.slots.release_on_behalf_of(token)
+    def release(self, batch: Slots) -> None:
+        batch.give()
+        self.slots.give()
 
 
 @final
@@ -178,7 +165,7 @@ class Dispatcher:
             running=host.running if host else 0,
             waiting=host.waiting if host else 0,
             batches=len(self._batches),
-            slots_in_use=int(host.slots.borrowed_tokens) if host else 0,
+            slots_in_use=host.slots.used if host else 0,
             max_concurrency=self.config.max_concurrency,
             closed=self._closed,
             abandoned_threads=host.threads.abandoned_now if host else 0,
@@ -283,10 +270,9 @@ class Dispatcher:
         tool = registry.get(call.name)
         if tool is not None and tool.needs_prepare:
             await prepare(tool)
-        slot = object()
         host.waiting += 1
         try:
-            got = await host.acquire_host(slot, token)
+            got = await host.acquire_host(token)
         finally:
             host.waiting -= 1
         if not got:
@@ -309,7 +295,7 @@ class Dispatcher:
         finally:
             worker_threads.reset(reset)
             host.running -= 1
-            host.slots.release_on_behalf_of(slot)
+            host.slots.give()
 
     async def _run_batch(
         self,

@@ -104,13 +104,13 @@ class _Conflict:
             return ()  # touches nothing shared
         touched = access.reads + access.writes
         found: set[int] = set()
-        if touched:
+        if self._writes:
             found.update(
                 j
                 for j, key in self._writes
                 if any(keys_overlap(key, t) for t in touched)
             )
-        if access.writes:
+        if access.writes and self._reads:
             found.update(
                 j
                 for j, key in self._reads
@@ -121,9 +121,11 @@ class _Conflict:
             # call, so later calls need only wait for the barrier itself.
             self._reads, self._writes = [], [(index, "*")]
         else:
-            self._reads.extend((index, key) for key in access.reads)
-            self._writes.extend((index, key) for key in access.writes)
-        return tuple(sorted(found))
+            for key in access.reads:
+                self._reads.append((index, key))
+            for key in access.writes:
+                self._writes.append((index, key))
+        return tuple(sorted(found)) if found else ()
 
 
 def new_planner(policy: PolicyName) -> Planner:
