@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, final
+from typing import Any, Generic, NamedTuple, TypeVar, final
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,8 +37,7 @@ T = TypeVar("T")
 _NO_TIMEOUT = ExecutionConfig(default_timeout=None)
 
 
-@dataclass(frozen=True, slots=True)
-class ForeignCall:
+class ForeignCall(NamedTuple):
     """One framework tool call: its id, tool name and raw arguments."""
 
     id: str
@@ -84,7 +83,8 @@ _CURRENT: ContextVar[_Batch] = ContextVar("toolweave_foreign_batch")
 
 
 def _position(call: ToolCall) -> int:
-    return int(call.key.rpartition(".")[2])
+    """The call's index in its batch: `run` keys them ``0.<index>`` (turn 0)."""
+    return int(call.key[2:])
 
 
 class _StandIn(Tool):
@@ -104,7 +104,7 @@ class _StandIn(Tool):
 
     def parse(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """Any mapping: the framework validates the arguments itself."""
-        if not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             raise ToolInputError(f"arguments of {self.name!r} must be an object")
         return dict(raw)
 

@@ -31,7 +31,8 @@ the pinned langgraph-prebuilt release.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Literal
 
 import anyio
@@ -65,15 +66,12 @@ _Output = ToolMessage | Command[Any] | list[ToolMessage | Command[Any]]
 _InputType = Literal["list", "dict", "tool_calls"]
 
 
-def _text(message: ToolMessage) -> str:
-    content = message.content
-    return content if isinstance(content, str) else str(content)
-
-
 def _describe(value: _Output) -> str | Raised:
     """Text of a node output for toolweave's result; an error ToolMessage is Raised."""
     if isinstance(value, ToolMessage):
-        return Raised(_text(value)) if value.status == "error" else _text(value)
+        content = value.content
+        text = content if isinstance(content, str) else str(content)
+        return Raised(text) if value.status == "error" else text
     if isinstance(value, list):
         parts = [_describe(v) for v in value]
         return "\n".join(p.text if isinstance(p, Raised) else p for p in parts)
@@ -193,23 +191,40 @@ class ScheduledToolNode(ToolNode):
         self,
         tool_calls: list[ToolCall],
         config: RunnableConfig,
-        run_one: Callable[[int, ToolCall], Any],
+        input_type: _InputType,
+        runtimes: list[ToolRuntime[Any, Any]],
+        *,
+        sync: bool,
     ) -> list[_Output]:
+        """Run the calls on toolweave's schedule: `ToolNode`'s own per-call method each.
+
+        `sync`: the node's sync path (`_run_one` on a worker thread), else
+        `_arun_one` on this loop.
+        """
         # The run's own cap (RunnableConfig max_concurrency, which ToolNode's sync
         # path obeys): at most that many of the batch's calls run at once.
         limit = config.get("max_concurrency")
         cap = None if limit is None else anyio.CapacityLimiter(limit)
 
+        def start(index: int, call: ToolCall) -> Awaitable[_Output]:
+            # The node's own execution of one call (a plain function: no extra frame).
+            if sync:
+                return run_in_worker_thread(
+                    partial(self._run_one, call, input_type, runtimes[index])
+                )
+            return self._arun_one(call, input_type, runtimes[index])
+
         async def invoke(index: int, args: Mapping[str, Any]) -> _Output:
             call = tool_calls[index]
             if args != call["args"]:  # a PreToolUse hook rewrote it
                 call = {**call, "args": dict(args)}
+            output: _Output
             try:
                 if cap is None:
-                    output: _Output = await run_one(index, call)
+                    output = await start(index, call)
                 else:
                     async with cap:
-                        output = await run_one(index, call)
+                        output = await start(index, call)
             except self._passthrough:
                 raise
             except Exception as exc:  # isolation: never abort the graph
@@ -239,11 +254,9 @@ class ScheduledToolNode(ToolNode):
     ) -> Any:
         tool_calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, config, runtime, tool_calls)
-
-        async def run_one(index: int, call: ToolCall) -> _Output:
-            return await self._arun_one(call, input_type, runtimes[index])
-
-        outputs = await self._schedule(tool_calls, config, run_one)
+        outputs = await self._schedule(
+            tool_calls, config, input_type, runtimes, sync=False
+        )
         return self._combine_tool_outputs(outputs, input_type)
 
     def _func(
@@ -255,13 +268,10 @@ class ScheduledToolNode(ToolNode):
         tool_calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, config, runtime, tool_calls)
 
-        async def run_one(index: int, call: ToolCall) -> _Output:
-            return await run_in_worker_thread(
-                lambda: self._run_one(call, input_type, runtimes[index])
-            )
-
         async def batch() -> list[_Output]:
-            return await self._schedule(tool_calls, config, run_one)
+            return await self._schedule(
+                tool_calls, config, input_type, runtimes, sync=True
+            )
 
         outputs = run_blocking(batch)
         return self._combine_tool_outputs(outputs, input_type)

@@ -281,7 +281,7 @@ class Batch:
 
     async def _start_next(self) -> None:
         """Take slots, then start the lowest ready call (which may have changed meanwhile)."""
-        if self._skip_ready():
+        if self._why[self._ready[0]] is not None and self._skip_ready():
             return
         if not self._host.try_acquire(self._slots):
             with anyio.CancelScope() as self._admission:
@@ -376,7 +376,11 @@ class Batch:
         self._dependents[index] = []
 
     def _settle(self, index: int) -> None:
-        self._mark_done(index)
+        self._finished[index] = True  # _mark_done, inline: once per call
+        for dependent in self._dependents[index]:
+            self._blockers[dependent] -= 1
+            self._check_ready(dependent)
+        self._dependents[index] = []
         self._outstanding -= 1
         if self._admission_over and not self._outstanding:
             self._check_settled()

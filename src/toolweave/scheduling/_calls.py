@@ -125,4 +125,6 @@ async def guarded(runner: Runner, call: ToolCall) -> ToolResult:
         if is_cancellation(exc) and not cancelled_from_outside():
             return runner_failed(call, exc)
         raise
+    if type(result) is ToolResult and result.call_id == call.id:
+        return result  # what every runner returns: no call needed to say so
     return coerce_result(call, result)

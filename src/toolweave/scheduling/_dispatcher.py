@@ -222,10 +222,11 @@ class Dispatcher:
         calls = list(calls)
         if not calls:
             return []
-        for call in calls:
-            tool = registry.get(call.name)
-            if tool is not None and tool.needs_warming:  # else nothing to await
-                await warm(call, registry)
+        if registry.needs_warming:
+            for call in calls:
+                tool = registry.get(call.name)
+                if tool is not None and tool.needs_warming:  # else nothing to await
+                    await warm(call, registry)
         async with _as_token(interrupt) as token:
             if not self.config.enabled or self._closed:
                 return await run_sequential(

@@ -116,7 +116,7 @@ class _Conflict:
                 for j, key in self._reads
                 if any(keys_overlap(key, w) for w in access.writes)
             )
-        if access.is_barrier:
+        if access.writes and access.is_barrier:
             # Everything earlier that touched anything is now a dependency of this
             # call, so later calls need only wait for the barrier itself.
             self._reads, self._writes = [], [(index, "*")]

@@ -184,7 +184,11 @@ class DeadlineScope:
 
     def __init__(self, seconds: float | None = None) -> None:
         self._seconds = seconds
-        self._alarm = alarm = _alarm_here()
+        loop = asyncio._get_running_loop()
+        here = _here
+        # _alarm_here(), without the call when the loop is the known one
+        alarm = here.alarm if loop is here.loop and loop is not None else _alarm_here()
+        self._alarm = alarm
         self._scope: anyio.CancelScope | None = (
             None
             if alarm is not None and _task_states is not None

@@ -44,6 +44,7 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._names: dict[str, Tool] = {}
+        self._warming = 0
         for t in tools:
             self.register(as_tool(t))
 
@@ -55,6 +56,7 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         for key in (tool.name, *tool.aliases):
             self._names[key] = tool
+        self._warming += tool.needs_warming
 
     def unregister(self, name: str) -> None:
         """Remove the tool called `name` (and its aliases); no error if absent."""
@@ -62,10 +64,20 @@ class ToolRegistry:
         if tool is not None:
             for key in (tool.name, *tool.aliases):
                 self._names.pop(key, None)
+            self._warming -= tool.needs_warming
 
     def get(self, name: str) -> Tool | None:
         """The tool with this name or alias, or None."""
         return self._names.get(name)
+
+    @property
+    def needs_warming(self) -> bool:
+        """True if some tool here has declaration work to warm (`Tool.needs_warming`).
+
+        Lets the scheduler skip looking up each call's tool for the warm-up
+        when no tool has any.
+        """
+        return self._warming > 0
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         """Up to `n` registered names that look like `name` (for "did you mean")."""
