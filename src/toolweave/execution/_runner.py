@@ -28,7 +28,7 @@ from ._hooks import (
     PostToolUseInput,
     PreToolUseHook,
 )
-from ._output import empty_placeholder, is_empty, to_content, utf8_safe
+from ._output import Content, empty_placeholder, is_empty, to_content, utf8_safe
 from ._persist import ReplacementLedger
 from ._rules import PermissionRules
 from ._scope import rewrite_scope_error
@@ -194,7 +194,15 @@ class ToolRunner:
         """Run `call` and return its result. Never raises, except cancellation."""
         self._counts["calls"] += 1
         try:
-            result = await self._run(call)
+            tool = self._registry.get(call.name)
+            if tool is None:
+                self._unknown(call)
+            args = self._parse(tool, call.input, call)
+            if self._progress_sink is None:
+                ctx = ToolContext(call, self._state)
+                result = await self._checked_run(tool, call, args, ctx)
+            else:
+                result = await self._reporting_run(tool, call, args)
         except CallFailed as failed:
             if failed.warning is not None:
                 self._warn(failed.warning)
@@ -258,14 +266,11 @@ class ToolRunner:
         if problem is not None:
             raise CallFailed(problem)
 
-    async def _run(self, call: ToolCall) -> ToolResult:
-        tool = self._registry.get(call.name)
-        if tool is None:
-            self._unknown(call)
-        args = self._parse(tool, call.input, call)
-        if self._progress_sink is None:
-            ctx = ToolContext(call, self._state)
-            return await self._checked_run(tool, call, args, ctx)
+    async def _reporting_run(
+        self, tool: Tool, call: ToolCall, args: dict[str, object]
+    ) -> ToolResult:
+        """`_checked_run` with a progress reporter, closed however the call ends."""
+        assert self._progress_sink is not None
         reporter = ProgressReporter(call.id, self._progress_sink, key=call.key)
         try:
             ctx = ToolContext(call, self._state, progress=reporter)
@@ -320,6 +325,8 @@ class ToolRunner:
                 executed = auditor.settle(scope, executed)
         if executed.error is not None:
             return await self._failed(tool, call, args, executed, hooks)
+        if hooks is None and executed.stop is None:  # _succeeded has nothing to add
+            return await self._to_result(tool, call, executed.output, executed.modifier)
         return await self._succeeded(tool, call, args, executed, hooks)
 
     async def _succeeded(
@@ -412,9 +419,15 @@ class ToolRunner:
         modifier: Callable[[], object] | None,
     ) -> ToolResult:
         """Map output to content, pad an empty one, persist a large one."""
-        content, is_error = to_content(output)
-        if is_empty(content):
-            content = empty_placeholder(tool.name)
+        content: Content
+        if type(output) is str:  # most tools: no mapping needed
+            content, is_error = output, False
+            if not output.strip():
+                content = empty_placeholder(tool.name)
+        else:
+            content, is_error = to_content(output)
+            if is_empty(content):
+                content = empty_placeholder(tool.name)
         result = ToolResult(call.id, content, is_error, context_modifier=modifier)
         limit = tool.max_result_chars
         if limit is None:

@@ -52,13 +52,14 @@ class Raised:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome(Generic[T]):
     """How one call ended: the framework's own value if it produced one, and the result.
 
     `value` is set when the framework's execution returned (success or an error
     it handled itself); None when it raised or never ran (interrupted, denied,
-    timed out): then `result` (an error) says why.
+    timed out): then `result` (an error) says why. Read-only once made (not
+    frozen only because one is made per call, and frozen construction costs).
     """
 
     value: T | None
@@ -80,11 +81,6 @@ class _Batch:
 
 
 _CURRENT: ContextVar[_Batch] = ContextVar("toolweave_foreign_batch")
-
-
-def _position(call: ToolCall) -> int:
-    """The call's index in its batch: `run` keys them ``0.<index>`` (turn 0)."""
-    return int(call.key[2:])
 
 
 class _StandIn(Tool):
@@ -111,7 +107,7 @@ class _StandIn(Tool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run the framework's execution of this call; keep its value."""
         batch = _CURRENT.get()
-        index = _position(ctx.call)
+        index = int(ctx.call.key[2:])  # `run` keys each call 0.<its index>
         try:
             value = await batch.invoke(index, args)
         except batch.passthrough as exc:

@@ -269,7 +269,8 @@ class Batch:
         while self.stop is None:
             self._plan_admissible()
             if self._ready:
-                await self._start_next()
+                if not self._start_ready():
+                    await self._wait_for_slots()
                 continue
             if self.final and self._dispatched == len(self.calls):
                 break
@@ -279,22 +280,38 @@ class Batch:
         self._admission_over = True
         self._check_settled()
 
-    async def _start_next(self) -> None:
-        """Take slots, then start the lowest ready call (which may have changed meanwhile)."""
-        if self._why[self._ready[0]] is not None and self._skip_ready():
+    def _start_ready(self) -> bool:
+        """Start ready calls, lowest first, while slots are free; False if one must wait.
+
+        Synchronous: a burst of calls that find slots free starts without a
+        checkpoint or a coroutine per call.
+        """
+        ready = self._ready
+        slots, host_slots = self._slots, self._host.slots
+        while ready and self.stop is None:
+            if self._why[ready[0]] is not None and self._skip_ready():
+                break
+            if not slots.try_take_with(host_slots):
+                return False
+            self._start(heapq.heappop(ready))
+        return True
+
+    async def _wait_for_slots(self) -> None:
+        """Wait for slots, then start the lowest ready call (which may have changed meanwhile)."""
+        with anyio.CancelScope() as self._admission:
+            await self._host.acquire(self._slots)
+        cut = self._admission.cancelled_caught  # then no slot was taken
+        self._admission = None
+        if cut:
             return
-        if not self._host.try_acquire(self._slots):
-            with anyio.CancelScope() as self._admission:
-                await self._host.acquire(self._slots)
-            cut = self._admission.cancelled_caught  # then no slot was taken
-            self._admission = None
-            if cut:
-                return
-            # While we waited: a halt may have come, or a lower call become ready.
-            if self.stop is not None or self._skip_ready():
-                self._host.release(self._slots)
-                return
-        index = heapq.heappop(self._ready)
+        # While we waited: a halt may have come, or a lower call become ready.
+        if self.stop is not None or self._skip_ready():
+            self._host.release(self._slots)
+            return
+        self._start(heapq.heappop(self._ready))
+
+    def _start(self, index: int) -> None:
+        """Start the call at `index`, whose slots are taken."""
         assert self._tg is not None
         self._dispatched += 1
         self._state[index] = _State.ADMITTED
@@ -351,7 +368,7 @@ class Batch:
             fatal, result = exc, fatal_raised(call, exc)
         finally:
             self._scopes[index] = None
-            host.release(self._slots)
+            self._slots.give_with(host.slots)
         if fatal is not None:
             self._on_fatal(fatal)
         if result is not None:

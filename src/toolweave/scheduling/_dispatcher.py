@@ -72,15 +72,6 @@ class _Host:
         self.running = 0
         self.waiting = 0
 
-    def try_acquire(self, batch: Slots) -> bool:
-        """Take a batch slot and a host slot if both are free now; never waits."""
-        if not batch.try_take():
-            return False
-        if self.slots.try_take():
-            return True
-        batch.give()
-        return False
-
     async def acquire(self, batch: Slots) -> None:
         """Take a batch slot, then a host slot.
 
@@ -112,8 +103,7 @@ class _Host:
         return not scope.cancelled_caught
 
     def release(self, batch: Slots) -> None:
-        batch.give()
-        self.slots.give()
+        batch.give_with(self.slots)
 
 
 @final

@@ -27,9 +27,13 @@ __all__ = ["CallPlan", "classify", "warm"]
 logger = logging.getLogger("toolweave.scheduling")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallPlan:
-    """What the gate decided about one call."""
+    """What the gate decided about one call. Read-only once made.
+
+    Not a frozen dataclass only because one is made per call and a frozen
+    one's constructor costs several times as much; nothing mutates a plan.
+    """
 
     tool: Tool | None
     """The resolved tool, or None for a hallucinated name."""

@@ -47,6 +47,28 @@ class Slots:
             return True
         return False
 
+    def try_take_with(self, other: Slots) -> bool:
+        """Take a slot here and one in `other`, both or neither; never waits."""
+        if (
+            self.used < self.total
+            and not self._waiters
+            and other.used < other.total
+            and not other._waiters
+        ):
+            self.used += 1
+            other.used += 1
+            return True
+        return False
+
+    def give_with(self, other: Slots) -> None:
+        """Give back a slot here and one in `other` (what `try_take_with` took)."""
+        if self._waiters or other._waiters:
+            self.give()
+            other.give()
+        else:
+            self.used -= 1
+            other.used -= 1
+
     async def take(self) -> None:
         """Take a slot, waiting in line for one. Always a checkpoint.
 

@@ -22,6 +22,9 @@ import heapq
 import itertools
 import math
 import threading
+import time
+import weakref
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, final
 
@@ -37,10 +40,15 @@ _Entry = list[Any]  # [when, sequence, scope or None once disarmed]
 class _Alarm:
     """One asyncio loop's pending deadlines and the timer set for the earliest."""
 
-    __slots__ = ("_handle", "_heap", "_live", "_loop", "_sequence", "_when")
+    __slots__ = ("_clock", "_handle", "_heap", "_live", "_loop", "_sequence", "_when")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        # The loop's clock. The stdlib loop's time() only returns time.monotonic();
+        # call that directly (a loop class with its own clock keeps its own).
+        standard = getattr(type(loop), "time", None) is asyncio.BaseEventLoop.time
+        clock = time.monotonic if standard else loop.time  # noqa: TID251
+        self._clock: Callable[[], float] = clock
         self._heap: list[_Entry] = []
         self._live = 0
         self._sequence = itertools.count()
@@ -48,7 +56,7 @@ class _Alarm:
         self._when = math.inf
 
     def arm(self, scope: DeadlineScope, seconds: float) -> _Entry:
-        when = self._loop.time() + seconds
+        when = self._clock() + seconds
         entry: _Entry = [when, next(self._sequence), scope]
         heapq.heappush(self._heap, entry)
         self._live += 1
@@ -79,7 +87,7 @@ class _Alarm:
 
     def _fire(self) -> None:
         self._handle, self._when = None, math.inf
-        now = self._loop.time()
+        now = self._clock()
         heap = self._heap
         while heap and (heap[0][2] is None or heap[0][0] <= now):
             entry = heapq.heappop(heap)
@@ -124,7 +132,9 @@ def _anyio_task_states() -> Any:
 
         states = backend._task_states
         probe = backend.CancelScope()
-        if not hasattr(probe, "_parent_scope") or not hasattr(states, "get"):
+        if not hasattr(probe, "_parent_scope") or not isinstance(
+            getattr(states, "data", None), dict
+        ):
             return None
         return states
     except (ImportError, AttributeError):  # pragma: no cover - other anyio
@@ -132,6 +142,12 @@ def _anyio_task_states() -> Any:
 
 
 _task_states = _anyio_task_states()
+
+
+# The table's own dict (a WeakKeyDictionary's), read without its Python-level
+# get(): anyio's state of a task (its innermost scope) or None.
+_task_state_refs: dict[Any, Any] = getattr(_task_states, "data", {})
+_ref = weakref.ref
 
 _REASON = "Cancelled via cancel scope {:x}; reason: toolweave DeadlineScope"
 """The message of a native scope's cancellations: anyio's form, so that an
@@ -215,7 +231,7 @@ class DeadlineScope:
         if task is None or self._task is not None:
             raise RuntimeError("a DeadlineScope is entered once, in a task")
         self._task = task
-        state = _task_states.get(task)
+        state = _task_state_refs.get(_ref(task))
         self._outer = state.cancel_scope if state is not None else None
         self._baseline = task.cancelling()
         self._live = True
@@ -242,12 +258,13 @@ class DeadlineScope:
             finally:
                 if self._seconds is not None and not self.cut and scope.cancel_called:
                     self.expired = True  # trio: the native deadline cancelled it
-        return self._native_exit(exc)
-
-    def _native_exit(self, exc: BaseException | None) -> bool:
         self._live = False
         if not self._sent:
             return False
+        return self._withdraw(exc)
+
+    def _withdraw(self, exc: BaseException | None) -> bool:
+        """Take back this scope's cancels; True if `exc` was only its cancellation."""
         task = self._task
         assert task is not None
         for _ in range(self._sent):
@@ -328,8 +345,7 @@ class DeadlineScope:
 
     def _shielded(self, task: asyncio.Task[Any]) -> bool:
         """True if `task` stands in a shielded anyio scope entered inside this block."""
-        assert _task_states is not None
-        state = _task_states.get(task)
+        state = _task_state_refs.get(_ref(task))
         scope = state.cancel_scope if state is not None else None
         while scope is not None and scope is not self._outer:
             if scope.shield:
