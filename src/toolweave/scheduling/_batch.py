@@ -23,6 +23,7 @@ invariants, each tested:
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import heapq
 import logging
@@ -120,6 +121,8 @@ class Batch:
         self._finished: list[bool] = []
         self._state: list[_State] = []
         self._scopes: list[DeadlineScope | None] = []
+        # each call's asyncio Task once started (None on other backends)
+        self._tasks: list[asyncio.Task[object] | None] = []
         self._why: list[str | None] = []
         # readiness: unfinished dependencies, who waits for whom, readiness steps
         self._blockers: list[int] = []
@@ -173,6 +176,7 @@ class Batch:
         self._finished.append(False)
         self._state.append(_State.PENDING)
         self._scopes.append(None)
+        self._tasks.append(None)
         self._why.append(None)
         self._blockers.append(0)
         self._dependents.append([])
@@ -318,7 +322,8 @@ class Batch:
         self._outstanding += 1
         if self._on_started is not None:
             fire_started(self._on_started, self.calls[index])
-        self._tg.start_soon(self._run, index)
+        task = self._tg.start_soon(self._run, index)
+        self._tasks[index] = task if isinstance(task, asyncio.Task) else None
 
     def _skip_ready(self) -> bool:
         """Answer ready calls that must not run (a sibling failed); True if none is left."""
@@ -352,7 +357,8 @@ class Batch:
                         result = await guarded(self._runner, call)
                     else:
                         # One scope for the selective cancel and the ceiling (at_ceiling).
-                        with DeadlineScope(ceiling) as scope:
+                        task = self._tasks[index]  # spares finding it again
+                        with DeadlineScope(ceiling, task=task) as scope:
                             if self._selective:
                                 self._scopes[index] = scope
                             result = await guarded(self._runner, call)

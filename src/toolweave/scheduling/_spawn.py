@@ -33,7 +33,7 @@ class Spawner(Protocol):
         func: Callable[[*Ts], Coroutine[object, object, object]],
         *args: *Ts,
     ) -> object:
-        """Start `func(*args)` as a child task."""
+        """Start `func(*args)` as a child task; returns the asyncio Task on asyncio."""
         ...
 
 
@@ -45,8 +45,8 @@ class _AsyncioSpawner:
         self,
         func: Callable[[*Ts], Coroutine[object, object, object]],
         *args: *Ts,
-    ) -> None:
-        self._group.create_task(func(*args))
+    ) -> asyncio.Task[object]:
+        return self._group.create_task(func(*args))
 
 
 @asynccontextmanager

@@ -187,6 +187,7 @@ class DeadlineScope:
         "_called",
         "_caught",
         "_entry",
+        "_known",
         "_live",
         "_outer",
         "_polls",
@@ -198,9 +199,17 @@ class DeadlineScope:
         "expired",
     )
 
-    def __init__(self, seconds: float | None = None) -> None:
+    def __init__(
+        self, seconds: float | None = None, *, task: asyncio.Task[Any] | None = None
+    ) -> None:
+        """`task`: on asyncio, the task that will enter the scope, if the caller knows it.
+
+        It spares the two lookups of the running loop and task, each a
+        ``getpid()`` system call in CPython's asyncio; a scope entered by any
+        other task would cancel the wrong one, so pass it only when sure.
+        """
         self._seconds = seconds
-        loop = asyncio._get_running_loop()
+        loop = asyncio._get_running_loop() if task is None else task.get_loop()
         here = _here
         # _alarm_here(), without the call when the loop is the known one
         alarm = here.alarm if loop is here.loop and loop is not None else _alarm_here()
@@ -212,6 +221,7 @@ class DeadlineScope:
         )
         self._entry: _Entry | None = None
         self._task: asyncio.Task[Any] | None = None
+        self._known = task
         self._called = self._caught = self._live = False
         self._sent = 0
         self.expired = False
@@ -227,7 +237,7 @@ class DeadlineScope:
             if seconds is not None:
                 scope.deadline = anyio.current_time() + seconds
             return self
-        task = asyncio.current_task()
+        task = self._known or asyncio.current_task()
         if task is None or self._task is not None:
             raise RuntimeError("a DeadlineScope is entered once, in a task")
         self._task = task
