@@ -301,3 +301,35 @@ async def test_a_group_of_its_cancel_and_an_error_keeps_the_error() -> None:
     assert raised.group_contains(ValueError)
     assert not raised.group_contains(anyio.get_cancelled_exc_class())
     assert scope.expired
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # trio: no public constructor
+async def test_a_new_cancellation_raised_while_handling_its_own_is_caught() -> None:
+    import asyncio
+
+    with DeadlineScope(0.01) as scope:
+        try:
+            await anyio.sleep_forever()
+        except asyncio.CancelledError:
+            raise asyncio.CancelledError from None  # a fresh one, same __context__
+    assert scope.expired and scope.cancelled_caught
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_cancellation_pending_before_the_block_is_not_taken_for_its_own() -> (
+    None
+):
+    """The task was cancelled before the block; its own deadline fires too: both are seen."""
+    import asyncio
+
+    async def body() -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel("from outside")  # pending when the block is entered
+        with DeadlineScope(0) as scope:
+            await anyio.sleep_forever()
+        return f"swallowed (caught={scope.cancelled_caught})"
+
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(body())
+    assert task.cancelled()

@@ -287,15 +287,32 @@ class DeadlineScope:
         ):
             return False  # done anyway, or a cancel from outside came too
         if isinstance(exc, asyncio.CancelledError):
+            if not self._is_ours(exc):
+                return False  # a cancellation that was pending before the block
             self._caught = True
             return True
         if isinstance(exc, BaseExceptionGroup):
-            ours, rest = exc.split(asyncio.CancelledError)
+            # split() takes a plain function, not a bound method (3.11)
+            ours, rest = exc.split(lambda e: self._is_ours(e))
             if ours is not None:
                 self._caught = True
                 if rest is None:
                     return True
                 raise rest
+        return False
+
+    def _is_ours(self, exc: BaseException) -> bool:
+        """True if `exc` is this scope's cancellation, or one raised while handling it.
+
+        As anyio tells its own: by the message, along the ``__context__`` chain
+        (code that catches a cancellation and raises a new one keeps it there).
+        """
+        message = _REASON.format(id(self))
+        seen: BaseException | None = exc
+        while isinstance(seen, asyncio.CancelledError):
+            if seen.args and seen.args[0] == message:
+                return True
+            seen = seen.__context__
         return False
 
     @property
