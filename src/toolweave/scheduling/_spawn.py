@@ -13,6 +13,7 @@ and anyio cancel scopes work inside its tasks.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Protocol, TypeVarTuple
@@ -49,10 +50,28 @@ class _AsyncioSpawner:
         return self._group.create_task(func(*args))
 
 
+class _LastLoop(threading.local):
+    loop: object = None
+    asyncio = False
+
+
+_last = _LastLoop()
+
+
+def _on_asyncio() -> bool:
+    """True under asyncio; asks sniffio once per event loop, not once per batch."""
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        return False  # trio (or none): sniffio has nothing to add
+    if loop is not _last.loop:
+        _last.loop, _last.asyncio = loop, sniffio.current_async_library() == "asyncio"
+    return _last.asyncio
+
+
 @asynccontextmanager
 async def open_spawner() -> AsyncIterator[Spawner]:
     """A task group that waits for all its children on exit."""
-    if sniffio.current_async_library() == "asyncio":
+    if _on_asyncio():
         async with asyncio.TaskGroup() as group:
             yield _AsyncioSpawner(group)
     else:

@@ -38,12 +38,23 @@ class WorkerThreads:
     """
 
     def __init__(self, limit: int) -> None:
-        self.limiter = anyio.CapacityLimiter(limit)
-        """Bounds threads running on behalf of waiting calls (sized to the host cap)."""
+        self._limit = limit
+        self._limiter: anyio.CapacityLimiter | None = None
         self._lock = threading.Lock()
         self._ended = threading.Condition(self._lock)
         self._abandoned_now = 0
         self._abandoned_total = 0
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        """Bounds threads running on behalf of waiting calls (sized to the host cap).
+
+        Made on first use, in the event loop that uses it (most hosts never run
+        a sync tool, and a limiter is not free to make).
+        """
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self._limit)
+        return self._limiter
 
     @property
     def abandoned_now(self) -> int:
