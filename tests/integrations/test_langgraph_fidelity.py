@@ -760,14 +760,25 @@ async def test_sync_invoke_on_a_thread_whose_event_loop_runs() -> None:
 
 
 @tool
-def ask_too(text: str) -> str:
+async def ask_first(text: str) -> str:
+    """LangGraph interrupt(), async: ToolNode's gather runs it before later calls.
+
+    (Sync tools run on executor threads there, in no fixed order, so which of two
+    interrupts surfaces first would not be ToolNode's to tell.)
+    """
+    answer = interrupt(f"approve {text}?")
+    return f"{text}: {answer}"
+
+
+@tool
+async def ask_too(text: str) -> str:
     """A second LangGraph interrupt() in the same message."""
     answer = interrupt(f"also {text}?")
     return f"{text} too: {answer}"
 
 
 async def _two_interrupts(kind: str, declared: bool) -> list[Any]:
-    tools = [*FEATURE_TOOLS, ask_too]
+    tools = [*FEATURE_TOOLS, ask_first, ask_too]
     if kind == "plain":
         node: ToolNode = ToolNode(tools)
     else:
@@ -775,7 +786,7 @@ async def _two_interrupts(kind: str, declared: bool) -> list[Any]:
         node = ScheduledToolNode(tools, declarations=declarations)
     graph = _build(node, store=False, checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "t"}}
-    message = _message(_call("ask"), _call("echo"), _call("ask_too"))
+    message = _message(_call("ask_first"), _call("echo"), _call("ask_too"))
     value: Any = {"messages": [HumanMessage("go"), message]}
     seen = []
     for _ in range(3):
