@@ -201,7 +201,7 @@ class ForeignScheduler:
         error answer. Checkpoint: always. Cancelling the caller cancels every
         call and re-raises.
         """
-        registry = self.registry_for(c.name for c in calls)
+        registry = self.registry_for({c.name for c in calls})
         runner = self._runner_for(registry)
         batch = _Batch(invoke, describe, passthrough)
         tw_calls = [
