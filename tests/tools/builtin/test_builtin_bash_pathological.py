@@ -83,7 +83,7 @@ def _expected(name: str, read_only: bool) -> bool:
 
 @pytest.mark.parametrize("name", PATHOLOGICAL)
 @pytest.mark.anyio
-async def test_on_the_loop_each_returns_within_a_second(name: str) -> None:
+async def test_on_the_loop_each_returns_within_seconds(name: str) -> None:
     command = PATHOLOGICAL[name]
     _bash_parse.parse_script.cache_clear()
     # The bound is on the work done on the loop's thread (CPU time), so a
@@ -96,7 +96,10 @@ async def test_on_the_loop_each_returns_within_a_second(name: str) -> None:
         spent = time.thread_time() - started
         # the deadline fires at this checkpoint if the calls overran it
         await anyio.lowlevel.checkpoint()
-    assert spent < 1, f"{spent:.2f} s of CPU on the loop's thread"
+    # About 0.2 s each on a quiet machine; a blow-up (exponential parsing) is
+    # seconds to minutes. CPU time still inflates under heavy contention (1.15 s
+    # seen on a loaded 2-core machine), so the bound leaves room for that.
+    assert spent < 3, f"{spent:.2f} s of CPU on the loop's thread"
     assert _expected(name, verdict.read_only)
     assert bool(verdict.reason) is not verdict.read_only
 
