@@ -116,6 +116,8 @@ def _alarm_here() -> _Alarm | None:
     if loop is not _here.loop:
         # A new loop in this thread: asyncio only if sniffio agrees (trio-asyncio).
         alarm = _Alarm(loop) if sniffio.current_async_library() == "asyncio" else None
+        if alarm is not None and not _probed:
+            _probe_anyio()
         _here.loop, _here.alarm = loop, alarm
     return _here.alarm
 
@@ -141,13 +143,22 @@ def _anyio_task_states() -> Any:
         return None
 
 
-_task_states = _anyio_task_states()
-
-
+# Read on the first asyncio loop (`_alarm_here`), not at import: anyio's asyncio
+# backend is a costly import that `import toolweave` need not pay.
+_task_states: Any = None
 # The table's own dict (a WeakKeyDictionary's), read without its Python-level
 # get(): anyio's state of a task (its innermost scope) or None.
-_task_state_refs: dict[Any, Any] = getattr(_task_states, "data", {})
+_task_state_refs: dict[Any, Any] = {}
+_probed = False
 _ref = weakref.ref
+
+
+def _probe_anyio() -> None:
+    global _task_states, _task_state_refs, _probed
+    _task_states = _anyio_task_states()
+    _task_state_refs = getattr(_task_states, "data", {})
+    _probed = True
+
 
 _REASON = "Cancelled via cancel scope {:x}; reason: toolweave DeadlineScope"
 """The message of a native scope's cancellations: anyio's form, so that an
