@@ -333,3 +333,13 @@ async def test_a_cancellation_pending_before_the_block_is_not_taken_for_its_own(
     async with asyncio.TaskGroup() as group:
         task = group.create_task(body())
     assert task.cancelled()
+
+
+async def test_a_scope_cancelled_before_it_is_entered_cuts_at_the_first_checkpoint() -> (
+    None
+):
+    scope = DeadlineScope(None)
+    scope.cancel()
+    with scope:
+        await anyio.sleep_forever()
+    assert scope.cut and scope.cancelled_caught

@@ -399,11 +399,7 @@ class Batch:
         self._dependents[index] = []
 
     def _settle(self, index: int) -> None:
-        self._finished[index] = True  # _mark_done, inline: once per call
-        for dependent in self._dependents[index]:
-            self._blockers[dependent] -= 1
-            self._check_ready(dependent)
-        self._dependents[index] = []
+        self._mark_done(index)
         self._outstanding -= 1
         if self._admission_over and not self._outstanding:
             self._check_settled()

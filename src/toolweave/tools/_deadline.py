@@ -6,10 +6,13 @@ of its own and reads the clock through sniffio. With hundreds of calls in
 flight on asyncio that is hundreds of timers pushed onto, and cancelled from,
 the loop's heap: measured, about half of the scheduler's cost per call.
 Here the deadlines of one asyncio loop wait in one heap behind one timer that
-fires at the earliest; an expired scope is cancelled with anyio's own
-`cancel()`, so cancellation stays anyio's (level-triggered, shields
-respected). On trio (and any other backend) the scope's native deadline is
-used: trio keeps deadlines cheaply itself.
+fires at the earliest. Nor is the scope an anyio scope on asyncio (one in a
+fresh task cost a task-state entry, two scope sets and two ``getpid()``
+calls): it cancels its task itself with anyio's semantics (level-triggered,
+shields respected; see `DeadlineScope`), reading anyio's task table only to
+see shields, and falls back to an anyio scope if that table moves. On trio (and
+any other backend) the scope is the backend's own with its native deadline:
+trio keeps deadlines cheaply itself.
 
 Loop affinity: a scope is entered, cancelled and left on its event loop's
 thread; the asyncio timer state is per loop and never shared across threads.
@@ -256,6 +259,9 @@ class DeadlineScope:
         self._outer = state.cancel_scope if state is not None else None
         self._baseline = task.cancelling()
         self._live = True
+        if self._called:  # cancelled before it was entered: cut at once, as anyio
+            self._polls = 0
+            self._deliver()
         if seconds is not None:
             assert self._alarm is not None
             self._entry = self._alarm.arm(self, seconds)
