@@ -143,7 +143,7 @@ class PermissionGate:
             verdict is None
             and not self.rules
             and self.mode is PermissionMode.DEFAULT
-            and type(tool).check_permissions is Tool.check_permissions
+            and not _has_own_check(tool)
         )
 
     async def authorize(

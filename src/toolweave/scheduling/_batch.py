@@ -310,7 +310,7 @@ class Batch:
             return
         # While we waited: a halt may have come, or a lower call become ready.
         if self.stop is not None or self._skip_ready():
-            self._host.release(self._slots)
+            self._slots.give_with(self._host.slots)
             return
         self._start(heapq.heappop(self._ready))
 

@@ -102,9 +102,6 @@ class _Host:
                 unsubscribe()
         return not scope.cancelled_caught
 
-    def release(self, batch: Slots) -> None:
-        batch.give_with(self.slots)
-
 
 @final
 class Dispatcher:

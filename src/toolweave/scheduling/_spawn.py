@@ -13,13 +13,13 @@ and anyio cancel scopes work inside its tasks.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Protocol, TypeVarTuple
 
 import anyio
-import sniffio
+
+from ..tools._deadline import on_asyncio
 
 __all__ = ["Spawner", "open_spawner"]
 
@@ -50,28 +50,10 @@ class _AsyncioSpawner:
         return self._group.create_task(func(*args))
 
 
-class _LastLoop(threading.local):
-    loop: object = None
-    asyncio = False
-
-
-_last = _LastLoop()
-
-
-def _on_asyncio() -> bool:
-    """True under asyncio; asks sniffio once per event loop, not once per batch."""
-    loop = asyncio._get_running_loop()
-    if loop is None:
-        return False  # trio (or none): sniffio has nothing to add
-    if loop is not _last.loop:
-        _last.loop, _last.asyncio = loop, sniffio.current_async_library() == "asyncio"
-    return _last.asyncio
-
-
 @asynccontextmanager
 async def open_spawner() -> AsyncIterator[Spawner]:
     """A task group that waits for all its children on exit."""
-    if _on_asyncio():
+    if on_asyncio():
         async with asyncio.TaskGroup() as group:
             yield _AsyncioSpawner(group)
     else:

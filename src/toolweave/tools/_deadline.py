@@ -34,7 +34,7 @@ from typing import Any, final
 import anyio
 import sniffio
 
-__all__ = ["DeadlineScope"]
+__all__ = ["DeadlineScope", "on_asyncio"]
 
 _Entry = list[Any]  # [when, sequence, scope or None once disarmed]
 
@@ -123,6 +123,15 @@ def _alarm_here() -> _Alarm | None:
             _probe_anyio()
         _here.loop, _here.alarm = loop, alarm
     return _here.alarm
+
+
+def on_asyncio() -> bool:
+    """True when running under asyncio (sniffio is asked once per event loop).
+
+    Never a checkpoint. The answer is the one the deadlines' per-loop alarm
+    keeps, so the engine has one per-loop cache of it, not two.
+    """
+    return _alarm_here() is not None
 
 
 def _anyio_task_states() -> Any:
