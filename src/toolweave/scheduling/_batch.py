@@ -35,7 +35,7 @@ import anyio
 from ..messages import ToolCall, ToolResult
 from ..tools import Access, Interrupt, ToolRegistry
 from ..tools._cancel import is_fatal
-from ..tools._deadline import DeadlineScope
+from ..tools._deadline import DeadlineScope, native_alarm
 from ._calls import (
     CLOSED,
     DISCARDED,
@@ -50,6 +50,7 @@ from ._calls import (
     guarded,
     invoke,
 )
+from ._ceilings import Ceilings
 from ._config import ConcurrencyConfig
 from ._gate import CallPlan, classify
 from ._modifiers import apply_modifiers
@@ -123,6 +124,10 @@ class Batch:
         self._scopes: list[DeadlineScope | None] = []
         # each call's asyncio Task once started (None on other backends)
         self._tasks: list[asyncio.Task[object] | None] = []
+        # asyncio with native scopes: a call's scope is made only when it must be
+        # cut (DeadlineScope.adopt), and its ceiling is kept by `_ceilings`
+        self._lazy = False
+        self._ceilings: Ceilings | None = None
         self._why: list[str | None] = []
         # readiness: unfinished dependencies, who waits for whom, readiness steps
         self._blockers: list[int] = []
@@ -160,8 +165,17 @@ class Batch:
     # -- feeding -------------------------------------------------------------
 
     def attach(self, tg: Spawner) -> None:
-        """Give the batch the task group its calls run in."""
+        """Give the batch the task group its calls run in (on the loop it runs on)."""
         self._tg = tg
+        alarm = native_alarm()
+        self._lazy = alarm is not None
+        if alarm is not None and self._config.default_tool_timeout is not None:
+            self._ceilings = Ceilings(alarm, self._cut_at_ceiling, self._in_call)
+
+    def release(self) -> None:
+        """The batch is over: forget its ceilings' alarm entry."""
+        if self._ceilings is not None:
+            self._ceilings.close()
 
     def submit(self, call: ToolCall) -> None:
         """Add the next call (in call order). Never blocks, never raises for bad calls."""
@@ -337,7 +351,7 @@ class Batch:
 
     # -- one call ------------------------------------------------------------------
 
-    async def _run(self, index: int) -> None:  # noqa: C901 (one frame per call, see below)
+    async def _run(self, index: int) -> None:  # noqa: C901, PLR0915 (one frame per call)
         # One coroutine per call around the runner: the engine's cost per call
         # is mostly frames, so the call's scope, fault handling and bookkeeping
         # live here rather than in helpers that each add a layer.
@@ -353,17 +367,28 @@ class Batch:
                 host.running += 1
                 host.waiting -= 1
                 try:
-                    if ceiling is None and not self._selective:
-                        result = await guarded(self._runner, call)
-                    else:
-                        # One scope for the selective cancel and the ceiling (at_ceiling).
-                        task = self._tasks[index]  # spares finding it again
-                        with DeadlineScope(ceiling, task=task) as scope:
-                            if self._selective:
-                                self._scopes[index] = scope
+                    if self._lazy:
+                        # No scope unless the call must be cut: one is made
+                        # then (_adopted) and left here, as a `with` would.
+                        ceilings = self._ceilings
+                        if ceilings is not None and ceiling is not None:
+                            ceilings.start(index, ceiling)
+                        try:
                             result = await guarded(self._runner, call)
-                        if scope.expired:
+                        except BaseException as exc:
+                            scope = self._scopes[index]
+                            if scope is None or not scope.__exit__(
+                                type(exc), exc, exc.__traceback__
+                            ):
+                                raise
+                        else:
+                            scope = self._scopes[index]
+                            if scope is not None:
+                                scope.__exit__(None, None, None)
+                        if scope is not None and scope.expired:
                             result = at_ceiling(scope, call, result, ceiling)
+                    else:
+                        result = await self._run_scoped(index, call, ceiling)
                 finally:
                     host.running -= 1
         except BaseException as exc:
@@ -390,6 +415,23 @@ class Batch:
             host.waiting -= 1
             self._record(index, not_run(call, self._why[index] or "cancelled"))
         self._settle(index)
+
+    async def _run_scoped(
+        self, index: int, call: ToolCall, ceiling: float | None
+    ) -> ToolResult | None:
+        """The runner under a scope made for the call (trio; asyncio without anyio's table).
+
+        None if the call was cut off (not at its ceiling).
+        """
+        if ceiling is None and not self._selective:
+            return await guarded(self._runner, call)
+        result: ToolResult | None = None
+        # One scope for the selective cancel and the ceiling (at_ceiling).
+        with DeadlineScope(ceiling, task=self._tasks[index]) as scope:
+            if self._selective:
+                self._scopes[index] = scope
+            result = await guarded(self._runner, call)
+        return at_ceiling(scope, call, result, ceiling) if scope.expired else result
 
     def _mark_done(self, index: int) -> None:
         self._finished[index] = True
@@ -459,8 +501,26 @@ class Batch:
         if self._why[index] is None:
             self._why[index] = why
         scope = self._scopes[index]
+        if scope is None and self._lazy and self._in_call(index):
+            scope = self._adopted(index)
         if scope is not None:
             scope.cancel()
+
+    def _in_call(self, index: int) -> bool:
+        """True while the call at `index` runs its runner (its task is in `_run`'s await)."""
+        return self._state[index] is _State.RUNNING
+
+    def _cut_at_ceiling(self, index: int) -> None:
+        self._adopted(index).expire()
+
+    def _adopted(self, index: int) -> DeadlineScope:
+        """The running call's scope, made now if it has none (lazy batches)."""
+        scope = self._scopes[index]
+        if scope is None:
+            task = self._tasks[index]
+            assert task is not None  # lazy batches run on asyncio
+            scope = self._scopes[index] = DeadlineScope.adopt(task)
+        return scope
 
     def halt(self, why: str, *, cancel_running: Callable[[CallPlan], bool]) -> None:
         """Stop admitting; cancel waiting calls and the running ones `cancel_running` picks."""

@@ -368,6 +368,7 @@ class Dispatcher:
         batch.complete_externally(index, result)
 
     def _forget(self, batch: Batch) -> None:
+        batch.release()
         self._batches.discard(batch)
         if not self._batches and self._idle is not None:
             self._idle.set()

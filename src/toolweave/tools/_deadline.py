@@ -29,18 +29,26 @@ import time
 import weakref
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, final
+from typing import Any, Protocol, final
 
 import anyio
 import sniffio
 
-__all__ = ["DeadlineScope", "on_asyncio"]
+__all__ = ["Alarm", "DeadlineScope", "Entry", "Expiring", "native_alarm", "on_asyncio"]
 
-_Entry = list[Any]  # [when, sequence, scope or None once disarmed]
+Entry = list[Any]
+"""An alarm entry: ``[when, sequence, target or None once disarmed]``."""
+
+
+class Expiring(Protocol):
+    """What an alarm entry waits for: told once its time has come."""
+
+    def expire(self) -> None:
+        """The entry's time has come (called on the loop, from the alarm's timer)."""
 
 
 @final
-class _Alarm:
+class Alarm:
     """One asyncio loop's pending deadlines and the timer set for the earliest."""
 
     __slots__ = ("_clock", "_handle", "_heap", "_live", "_loop", "_sequence", "_when")
@@ -52,22 +60,32 @@ class _Alarm:
         standard = getattr(type(loop), "time", None) is asyncio.BaseEventLoop.time
         clock = time.monotonic if standard else loop.time  # noqa: TID251
         self._clock: Callable[[], float] = clock
-        self._heap: list[_Entry] = []
+        self._heap: list[Entry] = []
         self._live = 0
         self._sequence = itertools.count()
         self._handle: asyncio.TimerHandle | None = None
         self._when = math.inf
 
-    def arm(self, scope: DeadlineScope, seconds: float) -> _Entry:
-        when = self._clock() + seconds
-        entry: _Entry = [when, next(self._sequence), scope]
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The loop's clock, which entries' times are read on."""
+        return self._clock
+
+    def arm(self, target: Expiring, seconds: float) -> Entry:
+        """Call ``target.expire()`` once `seconds` have passed; `disarm` the entry to forget it."""
+        return self.arm_at(target, self._clock() + seconds)
+
+    def arm_at(self, target: Expiring, when: float) -> Entry:
+        """Call ``target.expire()`` at `when` on `clock`."""
+        entry: Entry = [when, next(self._sequence), target]
         heapq.heappush(self._heap, entry)
         self._live += 1
         if when < self._when:
             self._set_timer(when)
         return entry
 
-    def disarm(self, entry: _Entry) -> None:
+    def disarm(self, entry: Entry) -> None:
+        """Forget an entry (a no-op once it fired)."""
         if entry[2] is None:
             return
         entry[2] = None
@@ -105,20 +123,20 @@ class _Alarm:
 
 class _PerThread(threading.local):
     loop: asyncio.AbstractEventLoop | None = None
-    alarm: _Alarm | None = None
+    alarm: Alarm | None = None
 
 
 _here = _PerThread()
 
 
-def _alarm_here() -> _Alarm | None:
+def _alarm_here() -> Alarm | None:
     """This thread's asyncio loop's alarm; None when not running under asyncio."""
     loop = asyncio._get_running_loop()
     if loop is None:
         return None
     if loop is not _here.loop:
         # A new loop in this thread: asyncio only if sniffio agrees (trio-asyncio).
-        alarm = _Alarm(loop) if sniffio.current_async_library() == "asyncio" else None
+        alarm = Alarm(loop) if sniffio.current_async_library() == "asyncio" else None
         if alarm is not None and not _probed:
             _probe_anyio()
         _here.loop, _here.alarm = loop, alarm
@@ -132,6 +150,16 @@ def on_asyncio() -> bool:
     keeps, so the engine has one per-loop cache of it, not two.
     """
     return _alarm_here() is not None
+
+
+def native_alarm() -> Alarm | None:
+    """This asyncio loop's alarm when `DeadlineScope.adopt` works here, else None.
+
+    None on other backends, and on asyncio when anyio's task table could not be
+    read (then scopes are anyio's and must be entered in the task).
+    """
+    alarm = _alarm_here()
+    return alarm if _task_states is not None else None
 
 
 def _anyio_task_states() -> Any:
@@ -242,7 +270,7 @@ class DeadlineScope:
             if alarm is not None and _task_states is not None
             else anyio.CancelScope()
         )
-        self._entry: _Entry | None = None
+        self._entry: Entry | None = None
         self._task: asyncio.Task[Any] | None = None
         self._known = task
         self._called = self._caught = self._live = False
@@ -251,6 +279,30 @@ class DeadlineScope:
         """True if the deadline passed while the scope was active (and before any cancel)."""
         self.cut = False
         """True if `cancel()` came first."""
+
+    @classmethod
+    def adopt(cls, task: asyncio.Task[Any]) -> DeadlineScope:
+        """The scope of a region `task` entered at its first step and is still in.
+
+        For the batch engine, which makes a call's scope only once the call must
+        be cut (its ceiling passed, its owner cancels it), not for every call:
+        the call's task runs the region from its first step, so no anyio scope
+        encloses it in that task and no cancel was pending when it began (a task
+        cancelled before its first step never runs its body). The caller ends
+        the region with ``__exit__`` in the task, as a ``with`` block would, and
+        then `cancel()` or `expire()` it. Only where `native_alarm()` is not None.
+        """
+        if _task_states is None:
+            raise RuntimeError("DeadlineScope.adopt needs the native asyncio path")
+        self = cls.__new__(cls)
+        self._seconds = self._alarm = self._scope = self._entry = None
+        self._outer = None
+        self._task = self._known = task
+        self._baseline = self._sent = self._polls = 0
+        self._called = self._caught = False
+        self._live = True
+        self.expired = self.cut = False
+        return self
 
     def __enter__(self) -> DeadlineScope:
         seconds = self._seconds

@@ -1,0 +1,188 @@
+"""A batch's ceilings on asyncio: one alarm entry per batch, a scope only for a call cut.
+
+`Ceilings` keeps when each running call reaches its ceiling; the batch makes a
+call's `DeadlineScope` (`DeadlineScope.adopt`) only when it must be cut, by its
+ceiling or its owner. These tests pin what that must not change: every call is
+cut at its own ceiling, a finished call is never cut, an earlier ceiling moves
+the timer forward, a finished batch leaves nothing on the loop's alarm, and
+without anyio's task table the engine falls back to a scope per call.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import anyio
+import pytest
+from sched_probe import runner_for
+
+import toolweave as tw
+from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
+from toolweave.scheduling._batch import Batch
+from toolweave.scheduling._ceilings import Ceilings
+from toolweave.tools import _deadline
+from toolweave.tools._deadline import native_alarm
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the lazy path is asyncio's; trio keeps its native scopes
+
+
+@tw.tool(concurrency=tw.Concurrency.SAFE)
+async def hang(key: str) -> str:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+@tw.tool(concurrency=tw.Concurrency.SAFE, timeout=0.6)
+async def patient_hang(key: str) -> str:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+@tw.tool(concurrency=tw.Concurrency.SAFE)
+async def quick(key: str) -> str:
+    return key
+
+
+REG = tw.ToolRegistry([hang, patient_hang, quick])
+
+
+def _live_entries() -> int:
+    alarm = native_alarm()
+    assert alarm is not None
+    return sum(1 for entry in alarm._heap if entry[2] is not None)
+
+
+async def test_each_call_is_cut_at_its_own_ceiling_and_nothing_is_left_armed() -> None:
+    calls = [
+        tw.ToolCall("h", "hang", {"key": "h"}),
+        tw.ToolCall("p", "patient_hang", {"key": "p"}),
+        tw.ToolCall("q", "quick", {"key": "q"}),
+    ]
+    done: list[str] = []
+    out = await Dispatcher(ConcurrencyConfig(default_tool_timeout=0.2)).dispatch(
+        calls, REG, runner_for(REG), on_completed=lambda c, r: done.append(c.id)
+    )
+    assert "did not finish within 0.2 s" in out[0].text and out[0].synthetic
+    assert "did not finish within 0.6 s" in out[1].text and out[1].synthetic
+    assert out[2].text == "q" and not out[2].is_error
+    assert done == ["q", "h", "p"]  # each at its own ceiling, the shorter first
+    assert _live_entries() == 0
+
+
+async def test_a_finished_batch_is_not_kept_alive_by_its_ceiling() -> None:
+    made: list[weakref.ref[Batch]] = []
+    original = Batch.attach
+
+    def attach(self: Batch, tg: Any) -> None:
+        made.append(weakref.ref(self))
+        original(self, tg)
+
+    calls = [tw.ToolCall(f"q{i}", "quick", {"key": str(i)}) for i in range(3)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Batch, "attach", attach)
+        out = await Dispatcher(ConcurrencyConfig(default_tool_timeout=600)).dispatch(
+            calls, REG, runner_for(REG)
+        )
+    assert [r.text for r in out] == ["0", "1", "2"]
+    assert _live_entries() == 0
+    gc.collect()
+    assert len(made) == 1 and made[0]() is None
+
+
+async def test_only_calls_still_running_are_cut() -> None:
+    cut: list[int] = []
+    running = {0, 2, 3}
+    fired = anyio.Event()
+    alarm = native_alarm()
+    assert alarm is not None
+
+    def on_cut(index: int) -> None:
+        cut.append(index)
+        fired.set()
+
+    ceilings = Ceilings(alarm, on_cut, running.__contains__)
+    for index in range(3):
+        ceilings.start(index, 0.01)  # 1 finished before its time came
+    ceilings.start(3, 600)
+    with anyio.fail_after(10):
+        await fired.wait()
+    assert cut == [0, 2]
+    assert _live_entries() == 1  # index 3 waits; closing drops it
+    ceilings.close()
+    assert _live_entries() == 0
+
+
+async def test_an_earlier_ceiling_moves_the_timer_forward() -> None:
+    cut: list[int] = []
+    fired = anyio.Event()
+    alarm = native_alarm()
+    assert alarm is not None
+
+    def on_cut(index: int) -> None:
+        cut.append(index)
+        fired.set()
+
+    ceilings = Ceilings(alarm, on_cut, lambda index: True)
+    ceilings.start(0, 600)
+    ceilings.start(1, 0.01)
+    with anyio.fail_after(10):
+        await fired.wait()
+    assert cut == [1]
+    ceilings.close()
+    assert _live_entries() == 0
+
+
+async def test_an_interrupt_cuts_a_running_call_through_a_scope_made_then() -> None:
+    entered = anyio.Event()
+
+    @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
+    async def waits(key: str) -> str:
+        entered.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    reg = tw.ToolRegistry([waits, quick])
+    token = InterruptToken()
+    calls = [
+        tw.ToolCall("w", "waits", {"key": "w"}),
+        tw.ToolCall("q", "quick", {"key": "q"}),
+    ]
+    out: list[tw.ToolResult] = []
+
+    async def run() -> None:
+        out.extend(
+            await Dispatcher(ConcurrencyConfig(default_tool_timeout=None)).dispatch(
+                calls, reg, runner_for(reg), interrupt=token
+            )
+        )
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await entered.wait()
+            token.set()
+    assert out[0].synthetic and "interrupted" in out[0].text
+    assert out[1].text == "q"
+
+
+async def test_without_anyios_task_table_each_call_gets_its_own_scope(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_deadline, "_task_states", None)
+    assert native_alarm() is None
+    calls = [
+        tw.ToolCall("h", "hang", {"key": "h"}),
+        tw.ToolCall("q", "quick", {"key": "q"}),
+    ]
+    out = await Dispatcher(ConcurrencyConfig(default_tool_timeout=0.2)).dispatch(
+        calls, REG, runner_for(REG)
+    )
+    assert "did not finish within 0.2 s" in out[0].text
+    assert out[1].text == "q"
