@@ -186,3 +186,55 @@ async def test_without_anyios_task_table_each_call_gets_its_own_scope(
     )
     assert "did not finish within 0.2 s" in out[0].text
     assert out[1].text == "q"
+
+
+async def test_a_runner_that_raises_once_its_call_was_cut_is_answered_by_its_fault() -> (
+    None
+):
+    entered = anyio.Event()
+
+    @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
+    async def waits(key: str) -> str:
+        return key
+
+    reg = tw.ToolRegistry([waits])
+
+    async def runner(call: tw.ToolCall) -> tw.ToolResult:
+        if call.id == "q":
+            return tw.ToolResult(call.id, "q")
+        entered.set()
+        try:
+            await anyio.sleep_forever()
+        except BaseException:
+            raise RuntimeError("broke while being cancelled") from None
+        raise AssertionError("unreachable")
+
+    token = InterruptToken()
+    calls = [
+        tw.ToolCall("w", "waits", {"key": "w"}),
+        tw.ToolCall("q", "waits", {"key": "q"}),
+    ]
+    out: list[tw.ToolResult] = []
+
+    async def run() -> None:
+        out.extend(await Dispatcher().dispatch(calls, reg, runner, interrupt=token))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await entered.wait()
+            token.set()
+    assert (
+        out[0].is_error and "RuntimeError: broke while being cancelled" in out[0].text
+    )
+    assert out[1].text == "q"
+
+
+async def test_a_call_left_without_a_result_is_answered_as_an_internal_error() -> None:
+    dispatcher = Dispatcher()
+    batch = dispatcher._new_batch(
+        REG, runner_for(REG), None, None, eager=False, selective=False
+    )
+    batch.submit(tw.ToolCall("q", "quick", {"key": "q"}))
+    (result,) = batch.collected()
+    assert result.synthetic and "internal error" in result.text

@@ -45,6 +45,7 @@ from ._calls import (
     StartedListener,
     at_ceiling,
     fatal_reason,
+    fault_result,
     fire_completed,
     fire_started,
     guarded,
@@ -55,7 +56,13 @@ from ._config import ConcurrencyConfig
 from ._gate import CallPlan, classify
 from ._modifiers import apply_modifiers
 from ._policies import Planner
-from ._results import attach_results, fatal_raised, not_run, stopped_while_running
+from ._results import (
+    attach_results,
+    coerce_result,
+    fatal_raised,
+    not_run,
+    stopped_while_running,
+)
 from ._slots import Slots
 from ._spawn import Spawner
 
@@ -131,7 +138,7 @@ class Batch:
         self._why: list[str | None] = []
         # readiness: unfinished dependencies, who waits for whom, readiness steps
         self._blockers: list[int] = []
-        self._dependents: list[list[int]] = []
+        self._dependents: list[list[int] | None] = []  # None: nobody waits for it
         self._prepared: list[bool] = []
         self._queued: list[bool] = []
         self._ready: list[int] = []  # a heap of ready, not yet started indices
@@ -139,8 +146,9 @@ class Batch:
         self._dispatched = 0
         self._tg: Spawner | None = None
         self._wake: anyio.Event | None = None
-        self._admission: anyio.CancelScope | None = None
+        self._admission: DeadlineScope | None = None
         self._outstanding = 0
+        self._answered = 0  # calls with a result
         self._settled: anyio.Event | None = None  # made only if someone waits
         self._is_settled = False
         self._admission_over = False
@@ -179,34 +187,50 @@ class Batch:
 
     def submit(self, call: ToolCall) -> None:
         """Add the next call (in call order). Never blocks, never raises for bad calls."""
+        self._grow(1)
+        self._add(call)
+        if self._wake is not None:
+            self._poke()
+
+    def submit_all(self, calls: list[ToolCall]) -> None:
+        """`submit` each of `calls`, in order (a whole response at once)."""
+        self._grow(len(calls))
+        for call in calls:
+            self._add(call)
+        self._poke()
+
+    def _grow(self, n: int) -> None:
+        """Make room in the per-call tables for `n` more calls."""
+        self.results += [None] * n
+        self._finished += [False] * n
+        self._state += [_State.PENDING] * n
+        self._scopes += [None] * n
+        self._tasks += [None] * n
+        self._why += [None] * n
+        self._blockers += [0] * n
+        self._dependents += [None] * n
+        self._queued += [False] * n
+        self._prepared += [True] * n
+        self._host.waiting += n
+
+    def _add(self, call: ToolCall) -> None:
         index = len(self.calls)
         plan = classify(call, self._registry)
         tool = plan.tool
-        if tool is not None and tool.runs_in_thread:
-            plan = self._threads_cap(plan)
         self.calls.append(call)
+        if tool is None:
+            self.plans.append(plan)
+            return
+        if tool.runs_in_thread:
+            plan = self._threads_cap(plan)
         self.plans.append(plan)
-        self.results.append(None)
-        self._finished.append(False)
-        self._state.append(_State.PENDING)
-        self._scopes.append(None)
-        self._tasks.append(None)
-        self._why.append(None)
-        self._blockers.append(0)
-        self._dependents.append([])
-        self._queued.append(False)
-        self._host.waiting += 1
-        if tool is not None and tool.abort_siblings_on_error:
+        if tool.abort_siblings_on_error:
             self._selective = True
             if self._sibling_failure:
                 self._why[index] = self._sibling_failure
-        needs_prepare = tool is not None and tool.needs_prepare and self._tg is not None
-        self._prepared.append(not needs_prepare)
-        if needs_prepare:
-            assert self._tg is not None
+        if tool.needs_prepare and self._tg is not None:
+            self._prepared[index] = False
             self._tg.start_soon(self._prepare, index)
-        if self._wake is not None:
-            self._poke()
 
     def _threads_cap(self, plan: CallPlan) -> CallPlan:
         # issue 13 item 3: too many abandoned threads → sync tools run exclusive.
@@ -254,16 +278,32 @@ class Batch:
         while it streams if the call is parallel-ok.
         """
         plans = self.plans
-        while (index := self._planned) < len(plans) and (
-            self.final or (self._eager and plans[index].parallel_ok)
-        ):
-            self._planned += 1
-            deps = self._planner.deps(index, self.plans)
-            for dep in deps:
-                if not self._finished[dep]:
-                    self._blockers[index] += 1
-                    self._dependents[dep].append(index)
-            self._check_ready(index)
+        index = self._planned
+        if index >= len(plans):
+            return
+        final, eager = self.final, self._eager
+        deps_of, finished, dependents = (
+            self._planner.deps,
+            self._finished,
+            self._dependents,
+        )
+        # Runs in the admitting task, so it need not wake it for what it queues.
+        while index < len(plans) and (final or (eager and plans[index].parallel_ok)):
+            self._planned = index + 1
+            waiting = 0
+            for dep in deps_of(index, plans):
+                if not finished[dep]:
+                    waiting += 1
+                    waiters = dependents[dep]
+                    if waiters is None:
+                        dependents[dep] = [index]
+                    else:
+                        waiters.append(index)
+            self._blockers[index] = waiting
+            if not waiting and self._prepared[index] and not self._queued[index]:
+                self._queued[index] = True
+                heapq.heappush(self._ready, index)
+            index += 1
 
     def _check_ready(self, index: int) -> None:
         if (
@@ -316,7 +356,8 @@ class Batch:
 
     async def _wait_for_slots(self) -> None:
         """Wait for slots, then start the lowest ready call (which may have changed meanwhile)."""
-        with anyio.CancelScope() as self._admission:
+        # DeadlineScope: on asyncio a native scope, cheaper than anyio's per wait
+        with DeadlineScope() as self._admission:
             await self._host.acquire(self._slots)
         cut = self._admission.cancelled_caught  # then no slot was taken
         self._admission = None
@@ -373,15 +414,25 @@ class Batch:
                         ceilings = self._ceilings
                         if ceilings is not None and ceiling is not None:
                             ceilings.start(index, ceiling)
+                        # guarded(), inline: a coroutine less per call
                         try:
-                            result = await guarded(self._runner, call)
+                            result = await self._runner(call)
                         except BaseException as exc:
                             scope = self._scopes[index]
-                            if scope is None or not scope.__exit__(
+                            result = fault_result(call, exc)
+                            if result is not None:
+                                if scope is not None:
+                                    scope.__exit__(None, None, None)
+                            elif scope is None or not scope.__exit__(
                                 type(exc), exc, exc.__traceback__
                             ):
                                 raise
                         else:
+                            if (
+                                type(result) is not ToolResult
+                                or result.call_id != call.id
+                            ):
+                                result = coerce_result(call, result)
                             scope = self._scopes[index]
                             if scope is not None:
                                 scope.__exit__(None, None, None)
@@ -435,10 +486,12 @@ class Batch:
 
     def _mark_done(self, index: int) -> None:
         self._finished[index] = True
-        for dependent in self._dependents[index]:
-            self._blockers[dependent] -= 1
-            self._check_ready(dependent)
-        self._dependents[index] = []
+        dependents = self._dependents[index]
+        if dependents is not None:
+            self._dependents[index] = None
+            for dependent in dependents:
+                self._blockers[dependent] -= 1
+                self._check_ready(dependent)
 
     def _settle(self, index: int) -> None:
         self._mark_done(index)
@@ -447,20 +500,22 @@ class Batch:
             self._check_settled()
 
     def _record(self, index: int, result: ToolResult) -> None:
-        call = self.calls[index]
-        started = self._state[index] is not _State.PENDING
+        if self.results[index] is None:
+            self._answered += 1
         self.results[index] = result
+        started = self._state[index] is not _State.PENDING
         self._state[index] = _State.DONE
         if self._on_completed is not None and (self.stop != DISCARDED or started):
-            fire_completed(self._on_completed, call, result)
-        tool = self.plans[index].tool
-        if (
-            result.is_error
-            and not result.synthetic
-            and tool
-            and tool.abort_siblings_on_error
-        ):
-            self._abort_siblings(index)
+            fire_completed(self._on_completed, self.calls[index], result)
+        if result.is_error and not result.synthetic:
+            tool = self.plans[index].tool
+            if tool and tool.abort_siblings_on_error:
+                self._abort_siblings(index)
+
+    @property
+    def all_answered(self) -> bool:
+        """True once every call submitted so far has its result."""
+        return self._answered == len(self.calls)
 
     def _check_settled(self) -> None:
         if self._admission_over and self._outstanding == 0:
@@ -608,6 +663,8 @@ class Batch:
 
     def collected(self) -> list[ToolResult]:
         """The results in call order; every call must have one."""
+        if self.all_answered:
+            return list(self.results)  # type: ignore[arg-type]  # no None left
         out: list[ToolResult] = []
         for call, result in zip(self.calls, self.results, strict=True):
             out.append(

@@ -20,6 +20,7 @@ __all__ = [
     "StartedListener",
     "at_ceiling",
     "fatal_reason",
+    "fault_result",
     "fire_completed",
     "fire_started",
     "guarded",
@@ -119,12 +120,26 @@ async def guarded(runner: Runner, call: ToolCall) -> ToolResult:
     """
     try:
         result = await runner(call)
-    except Exception as exc:
-        return runner_failed(call, exc)
     except BaseException as exc:
-        if is_cancellation(exc) and not cancelled_from_outside():
-            return runner_failed(call, exc)
-        raise
+        answer = fault_result(call, exc)
+        if answer is None:
+            raise
+        return answer
     if type(result) is ToolResult and result.call_id == call.id:
         return result  # what every runner returns: no call needed to say so
     return coerce_result(call, result)
+
+
+def fault_result(call: ToolCall, exc: BaseException) -> ToolResult | None:
+    """The error result for a runner that raised `exc`; None if `exc` must propagate.
+
+    A fault is any Exception, or a cancellation nothing outside asked for (the
+    runner raised it by itself). Real cancellation, KeyboardInterrupt and
+    SystemExit propagate. Call it while `exc` propagates (it reads whether the
+    task is being cancelled).
+    """
+    if isinstance(exc, Exception) or (
+        is_cancellation(exc) and not cancelled_from_outside()
+    ):
+        return runner_failed(call, exc)
+    return None

@@ -300,8 +300,7 @@ class Dispatcher:
             with self._zone(), anyio.CancelScope() as batch.scope:
                 async with open_spawner() as tg:
                     batch.attach(tg)
-                    for call in calls:
-                        batch.submit(call)
+                    batch.submit_all(calls)
                     batch.finish()
                     await batch.admit_all()
             batch.scope = None
@@ -329,7 +328,7 @@ class Dispatcher:
             # seed 000 §3: a close that wins the race runs the rest on the caller.
             for index in batch.pending_indices():
                 await self._run_on_caller(batch, index, registry, runner, token)
-        else:
+        elif not batch.all_answered:
             batch.settle_cancelled()
             batch.settle_unadmitted(batch.stop or "internal error")
 

@@ -100,8 +100,13 @@ class _Conflict:
 
     def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
         access = plans[index].access
-        if not access.reads and not access.writes:
-            return ()  # touches nothing shared
+        if not access.writes:
+            if not access.reads:
+                return ()  # touches nothing shared
+            if not self._writes:  # a read, and nothing earlier writes: no wait
+                for key in access.reads:
+                    self._reads.append((index, key))
+                return ()
         touched = access.reads + access.writes
         found: set[int] = set()
         if self._writes:
