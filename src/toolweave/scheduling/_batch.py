@@ -181,9 +181,14 @@ class Batch:
             self._ceilings = Ceilings(alarm, self._cut_at_ceiling, self._in_call)
 
     def release(self) -> None:
-        """The batch is over: forget its ceilings' alarm entry."""
+        """The batch is over: forget its ceilings' alarm entry.
+
+        Also drops the `Ceilings`, whose callbacks are the batch's own methods:
+        a cycle that would leave the whole batch to the garbage collector.
+        """
         if self._ceilings is not None:
             self._ceilings.close()
+            self._ceilings = None
 
     def submit(self, call: ToolCall) -> None:
         """Add the next call (in call order). Never blocks, never raises for bad calls."""
