@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._records import slot_setter
+
 __all__ = [
     "AssistantBlock",
     "ContentBlock",
@@ -87,7 +89,7 @@ class Image:
     """The MIME type, such as ``image/png``."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCall:
     """One tool_use block: the model asks for tool `name` with `input`.
 
@@ -130,17 +132,42 @@ class ToolCall:
     Not part of equality.
     """
 
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        input: Mapping[str, Any],
+        *,
+        raw_arguments: str | None = None,
+        key: str = "",
+        provider_id: str | None = None,
+    ) -> None:
+        # The generated __init__, written out: one made per call (see slot_setter).
+        _call_id(self, id)
+        _call_name(self, name)
+        _call_input(self, input)
+        _call_raw_arguments(self, raw_arguments)
+        _call_key(self, key)
+        _call_provider_id(self, provider_id)
+
     @property
     def ref(self) -> str:
         """The key to index this call by: `key`, or `id` when no key was set."""
         return self.key or self.id
 
 
+_call_id = slot_setter(ToolCall, "id")
+_call_name = slot_setter(ToolCall, "name")
+_call_input = slot_setter(ToolCall, "input")
+_call_raw_arguments = slot_setter(ToolCall, "raw_arguments")
+_call_key = slot_setter(ToolCall, "key")
+_call_provider_id = slot_setter(ToolCall, "provider_id")
+
 ContentBlock: TypeAlias = Text | Image
 """What a tool result or a user message may hold."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolResult:
     """The answer to one `ToolCall`: the call at the same position, carrying its id.
 
@@ -164,11 +191,27 @@ class ToolResult:
     the batch in call order on a concurrent one. Not part of the transcript.
     """
 
-    def __post_init__(self) -> None:
-        if self.synthetic and not self.is_error:
-            object.__setattr__(self, "is_error", True)
-        if not isinstance(self.content, str | tuple):
-            object.__setattr__(self, "content", tuple(self.content))
+    def __init__(
+        self,
+        call_id: str,
+        content: str | Sequence[ContentBlock],
+        is_error: bool = False,
+        synthetic: bool = False,
+        *,
+        context_modifier: Any = None,
+    ) -> None:
+        # The generated __init__ and a __post_init__, written out: one is made
+        # per call (see slot_setter). A synthetic result is an error; content
+        # is kept as a str or a tuple.
+        if synthetic and not is_error:
+            is_error = True
+        if not isinstance(content, _STR_OR_TUPLE):
+            content = tuple(content)
+        _result_call_id(self, call_id)
+        _result_content(self, content)
+        _result_is_error(self, is_error)
+        _result_synthetic(self, synthetic)
+        _result_context_modifier(self, context_modifier)
 
     @property
     def text(self) -> str:
@@ -180,6 +223,13 @@ class ToolResult:
             for b in self.content
         )
 
+
+_STR_OR_TUPLE = (str, tuple)
+_result_call_id = slot_setter(ToolResult, "call_id")
+_result_content = slot_setter(ToolResult, "content")
+_result_is_error = slot_setter(ToolResult, "is_error")
+_result_synthetic = slot_setter(ToolResult, "synthetic")
+_result_context_modifier = slot_setter(ToolResult, "context_modifier")
 
 AssistantBlock: TypeAlias = Text | Thinking | ToolCall
 """What an assistant message may hold."""

@@ -19,7 +19,15 @@ from ..tools._deadline import DeadlineScope
 from ..tools._threads import AbandonRecord, abandoning_threads
 from ._output import ToolOutput
 
-__all__ = ["Executed", "ProgressReporter", "call_tool", "emit_safely", "execute"]
+__all__ = [
+    "Executed",
+    "ProgressReporter",
+    "call_tool",
+    "emit_safely",
+    "execute",
+    "failure_of",
+    "returned",
+]
 
 logger = logging.getLogger("toolweave.execution")
 
@@ -102,32 +110,51 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+def failure_of(tool: Tool, exc: BaseException) -> Executed | None:
+    """How a call whose tool raised `exc` went; None = `exc` must propagate.
+
+    StopRun asks the run to stop (its reason is the output); any other
+    Exception (ModelRetry and ToolError included: their text is for the model)
+    is the call's error; a cancellation exception nothing outside asked for is
+    the tool's own error. Real cancellation, KeyboardInterrupt and SystemExit
+    give None. Call it in the ``except`` block that caught `exc` (it asks
+    whether the task is being cancelled); the runner's own path calls it too.
+    """
+    if isinstance(exc, StopRun):
+        reason = str(exc) or f"tool {tool.name} stopped the run"
+        return Executed(output=reason, stop=reason)
+    if isinstance(exc, Exception):
+        logger.debug("tool %s failed", tool.name, exc_info=exc)
+        return Executed(error=_describe(exc))
+    if is_cancellation(exc) and not cancelled_from_outside():
+        return Executed(
+            error=f"{type(exc).__name__} raised by the tool itself (nothing"
+            " cancelled it)"
+        )
+    return None
+
+
+def returned(output: object) -> Executed:
+    """How a call whose tool returned `output` went (a `ToolOutput` unwrapped)."""
+    if isinstance(output, ToolOutput):
+        return Executed(output=output.content, modifier=output.context_modifier)
+    return Executed(output=output)
+
+
 async def call_tool(tool: Tool, args: dict[str, object], ctx: ToolContext) -> Executed:
-    """Call the tool; map ToolOutput, StopRun and exceptions.
+    """Call the tool; map ToolOutput, StopRun and exceptions (`failure_of`, `returned`).
 
     Real cancellation, KeyboardInterrupt and SystemExit propagate. A
     cancellation exception nothing outside asked for is the tool's own error.
     """
     try:
         output = await tool.call(args, ctx)
-    except StopRun as exc:
-        reason = str(exc) or f"tool {tool.name} stopped the run"
-        return Executed(output=reason, stop=reason)
-    except (
-        Exception
-    ) as exc:  # ModelRetry and ToolError included: their text is for the model
-        logger.debug("tool %s failed", tool.name, exc_info=exc)
-        return Executed(error=_describe(exc))
     except BaseException as exc:
-        if is_cancellation(exc) and not cancelled_from_outside():
-            return Executed(
-                error=f"{type(exc).__name__} raised by the tool itself (nothing"
-                " cancelled it)"
-            )
-        raise
-    if isinstance(output, ToolOutput):
-        return Executed(output=output.content, modifier=output.context_modifier)
-    return Executed(output=output)
+        executed = failure_of(tool, exc)
+        if executed is None:
+            raise
+        return executed
+    return returned(output)
 
 
 async def execute(

@@ -20,7 +20,14 @@ from ._authorize import AskHandler, PermissionGate
 from ._budget import enforce_batch_budget, persist_if_large
 from ._config import ExecutionConfig
 from ._decision import HookVerdict, PermissionMode
-from ._execute import Executed, ProgressReporter, call_tool, emit_safely, execute
+from ._execute import (
+    Executed,
+    ProgressReporter,
+    emit_safely,
+    execute,
+    failure_of,
+    returned,
+)
 from ._hook_stage import run_failure_hooks, run_post_hooks, run_pre_hooks
 from ._hooks import (
     Hooks,
@@ -28,7 +35,14 @@ from ._hooks import (
     PostToolUseInput,
     PreToolUseHook,
 )
-from ._output import Content, empty_placeholder, is_empty, to_content, utf8_safe
+from ._output import (
+    Content,
+    ToolOutput,
+    empty_placeholder,
+    is_empty,
+    to_content,
+    utf8_safe,
+)
 from ._persist import ReplacementLedger
 from ._rules import PermissionRules
 from ._scope import rewrite_scope_error
@@ -67,6 +81,14 @@ class RunnerStatistics:
     """Worker threads left running after a timeout (they cannot be stopped)."""
     persisted: int
     """Results replaced by a preview (per-tool threshold or batch budget)."""
+
+
+class _Answered(Exception):
+    """Internal: a stage answered the call with `result` (the rest is skipped)."""
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__(result.text)
+        self.result = result
 
 
 @final
@@ -190,19 +212,77 @@ class ToolRunner:
                 exempt.add(index)
         return exempt
 
-    async def __call__(self, call: ToolCall) -> ToolResult:
-        """Run `call` and return its result. Never raises, except cancellation."""
+    async def __call__(self, call: ToolCall) -> ToolResult:  # noqa: C901, PLR0915 (one frame per call)
+        """Run `call` and return its result. Never raises, except cancellation.
+
+        The common call runs whole in this one coroutine (no coroutine per
+        stage): a stage that cannot change the answer is not entered, and the
+        tool's own call is awaited here unless a timeout or the audit wraps it
+        (tests/execution/test_fast_paths.py shows each skipped stage would
+        have answered the same).
+        """
         self._counts["calls"] += 1
+        reporter: ProgressReporter | None = None
         try:
-            tool = self._registry.get(call.name)
-            if tool is None:
-                self._unknown(call)
-            args = self._parse(tool, call.input, call)
-            if self._progress_sink is None:
-                ctx = ToolContext(call, self._state)
-                result = await self._checked_run(tool, call, args, ctx)
-            else:
-                result = await self._reporting_run(tool, call, args)
+            try:
+                tool = self._registry.get(call.name)
+                if tool is None:
+                    self._unknown(call)
+                args = self._parse(tool, call.input, call)
+                if self._progress_sink is None:
+                    ctx = ToolContext(call, self._state)
+                else:
+                    reporter = ProgressReporter(
+                        call.id, self._progress_sink, key=call.key
+                    )
+                    ctx = ToolContext(call, self._state, progress=reporter)
+                if type(tool).validate_input is not Tool.validate_input:
+                    await self._validate(tool, args, ctx)
+                hooks = (
+                    self._hooks
+                    if self._hooks is not None and self._hooks.has_tool_hooks
+                    else None
+                )
+                verdict: HookVerdict | None = None
+                if hooks is not None and (
+                    pre := hooks.pre_hooks_for((tool.name, *tool.aliases))
+                ):
+                    args, verdict = await self._pre_hooks(pre, tool, call, args, ctx)
+                if not self._gate.allows_at_once(tool, verdict):
+                    await self._gate.authorize(tool, call, args, ctx, verdict)
+                timeout = (
+                    tool.timeout
+                    if tool.timeout is not None
+                    else self._config.default_timeout
+                )
+                if self._on_event is not None:
+                    emit_safely(self._on_event, ToolRunning(call.id, key=call.key))
+                executed: Executed | None
+                if timeout is None and self._auditor.mode == "off":
+                    # call_tool's steps, inline (one coroutine fewer per call)
+                    try:
+                        output = await tool.call(args, ctx)
+                    except BaseException as exc:
+                        executed = failure_of(tool, exc)
+                        if executed is None:
+                            raise
+                    else:
+                        # A plain output without hooks: _settle would only map it.
+                        plain = hooks is None and not isinstance(output, ToolOutput)
+                        executed = None if plain else returned(output)
+                else:
+                    executed = await self._executed(tool, call, args, ctx, timeout)
+                if executed is None:  # _to_result's steps, inline
+                    result = self._mapped(tool, call, output, None)
+                    if tool.max_result_chars is not None:
+                        result = await self._persisted(tool, call, result)
+                else:
+                    result = await self._settle(tool, call, args, executed, hooks)
+            finally:
+                if reporter is not None:
+                    reporter.close()
+        except _Answered as answered:
+            result = answered.result
         except CallFailed as failed:
             if failed.warning is not None:
                 self._warn(failed.warning)
@@ -216,6 +296,45 @@ class ToolRunner:
         if result.is_error:
             self._counts["errors"] += 1
         return utf8_safe(result)
+
+    async def _executed(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        ctx: ToolContext,
+        limit: float | None,
+    ) -> Executed:
+        """The tool's call under its timeout `limit` and/or the declaration audit."""
+        auditor = self._auditor
+        if auditor.mode == "off":
+            return await execute(tool, args, ctx, limit)
+        # Auditor.run's steps, inline: no extra coroutine or call per call.
+        # With a timeout, execute() abandons the call's threads anyway.
+        abandons = True if limit is not None else None
+        scope = AuditScope(call.id, tool, args, auditor.enforce, abandons)
+        try:
+            executed = await execute(tool, args, ctx, limit, zone=scope)
+        finally:
+            breached = scope.end() and auditor.report(scope, call, self._on_event)
+        if breached:
+            executed = auditor.settle(scope, executed)
+        return executed
+
+    async def _settle(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        executed: Executed,
+        hooks: Hooks | None,
+    ) -> ToolResult:
+        """The result of a call that ran: failure, or success (then its hooks)."""
+        if executed.error is not None:
+            return await self._failed(tool, call, args, executed, hooks)
+        if hooks is None and executed.stop is None:  # _succeeded has nothing to add
+            return await self._to_result(tool, call, executed.output, executed.modifier)
+        return await self._succeeded(tool, call, args, executed, hooks)
 
     # -- stages ----------------------------------------------------------------
 
@@ -265,69 +384,6 @@ class ToolRunner:
             raise CallFailed(f"Invalid input for tool {tool.name!r}: {exc}") from exc
         if problem is not None:
             raise CallFailed(problem)
-
-    async def _reporting_run(
-        self, tool: Tool, call: ToolCall, args: dict[str, object]
-    ) -> ToolResult:
-        """`_checked_run` with a progress reporter, closed however the call ends."""
-        assert self._progress_sink is not None
-        reporter = ProgressReporter(call.id, self._progress_sink, key=call.key)
-        try:
-            ctx = ToolContext(call, self._state, progress=reporter)
-            return await self._checked_run(tool, call, args, ctx)
-        finally:
-            reporter.close()
-
-    async def _checked_run(
-        self, tool: Tool, call: ToolCall, args: dict[str, object], ctx: ToolContext
-    ) -> ToolResult:
-        if type(tool).validate_input is not Tool.validate_input:
-            await self._validate(tool, args, ctx)
-        hooks = (
-            self._hooks
-            if self._hooks is not None and self._hooks.has_tool_hooks
-            else None
-        )
-        names = (tool.name, *tool.aliases)
-        verdict: HookVerdict | None = None
-        if hooks is not None and (pre := hooks.pre_hooks_for(names)):
-            try:
-                args, verdict = await self._pre_hooks(pre, tool, call, args, ctx)
-            except anyio.get_cancelled_exc_class():
-                # Cut before the tool started: say so (not "effects unknown").
-                # Level-triggered: an outer cancel fires again at the caller's
-                # next checkpoint.
-                message = _PRE_HOOKS_CUT.format(tool=tool.name)
-                return ToolResult(call.id, message, is_error=True, synthetic=True)
-        if not self._gate.allows_at_once(tool, verdict):
-            await self._gate.authorize(tool, call, args, ctx, verdict)
-        timeout = (
-            tool.timeout if tool.timeout is not None else self._config.default_timeout
-        )
-        if self._on_event is not None:
-            emit_safely(self._on_event, ToolRunning(call.id, key=call.key))
-        auditor = self._auditor
-        if auditor.mode == "off":
-            executed = await (
-                call_tool(tool, args, ctx)
-                if timeout is None
-                else execute(tool, args, ctx, timeout)
-            )
-        else:  # Auditor.run's steps, inline: no extra coroutine or call per call
-            # With a timeout, execute() abandons the call's threads anyway.
-            abandons = True if timeout is not None else None
-            scope = AuditScope(call.id, tool, args, auditor.enforce, abandons)
-            try:
-                executed = await execute(tool, args, ctx, timeout, zone=scope)
-            finally:
-                breached = scope.end() and auditor.report(scope, call, self._on_event)
-            if breached:
-                executed = auditor.settle(scope, executed)
-        if executed.error is not None:
-            return await self._failed(tool, call, args, executed, hooks)
-        if hooks is None and executed.stop is None:  # _succeeded has nothing to add
-            return await self._to_result(tool, call, executed.output, executed.modifier)
-        return await self._succeeded(tool, call, args, executed, hooks)
 
     async def _succeeded(
         self,
@@ -407,9 +463,23 @@ class ToolRunner:
             await self._validate(tool, new, ctx)
             return new
 
-        return await run_pre_hooks(
-            hooks, call, tool.name, args, signals=self._signals, revalidate=revalidate
-        )
+        try:
+            return await run_pre_hooks(
+                hooks,
+                call,
+                tool.name,
+                args,
+                signals=self._signals,
+                revalidate=revalidate,
+            )
+        except anyio.get_cancelled_exc_class():
+            # Cut before the tool started: say so (not "effects unknown").
+            # Level-triggered: an outer cancel fires again at the caller's
+            # next checkpoint.
+            message = _PRE_HOOKS_CUT.format(tool=tool.name)
+            raise _Answered(
+                ToolResult(call.id, message, is_error=True, synthetic=True)
+            ) from None
 
     async def _to_result(
         self,
@@ -419,6 +489,19 @@ class ToolRunner:
         modifier: Callable[[], object] | None,
     ) -> ToolResult:
         """Map output to content, pad an empty one, persist a large one."""
+        result = self._mapped(tool, call, output, modifier)
+        if tool.max_result_chars is None:
+            return result  # made UTF-8-safe by __call__, like every result
+        return await self._persisted(tool, call, result)
+
+    def _mapped(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        output: object,
+        modifier: Callable[[], object] | None,
+    ) -> ToolResult:
+        """Map output to content and pad an empty one."""
         content: Content
         if type(output) is str:  # most tools: no mapping needed
             content, is_error = output, False
@@ -428,10 +511,17 @@ class ToolRunner:
             content, is_error = to_content(output)
             if is_empty(content):
                 content = empty_placeholder(tool.name)
-        result = ToolResult(call.id, content, is_error, context_modifier=modifier)
+        return ToolResult(call.id, content, is_error, context_modifier=modifier)
+
+    async def _persisted(
+        self, tool: Tool, call: ToolCall, result: ToolResult
+    ) -> ToolResult:
+        """`result`, or its preview once persisted if over the tool's threshold.
+
+        Only for a tool with a `max_result_chars` (None = never persisted).
+        """
         limit = tool.max_result_chars
-        if limit is None:
-            return result  # made UTF-8-safe by __call__, like every result
+        assert limit is not None
         result = utf8_safe(result)  # before the ledger records a preview of it
         threshold = min(limit, self._config.max_result_chars)
         return await persist_if_large(
