@@ -76,6 +76,7 @@ class _Batch:
     invoke: Callable[[int, Mapping[str, Any]], Awaitable[Any]]
     describe: Callable[[Any], str | Raised]
     passthrough: tuple[type[BaseException], ...]
+    recover: Callable[[int, Exception], Any] | None
     values: dict[int, Any] = field(default_factory=dict)
     raised: dict[int, BaseException] = field(default_factory=dict)
 
@@ -111,13 +112,25 @@ class _StandIn(Tool):
         try:
             value = await batch.invoke(index, args)
         except batch.passthrough as exc:
-            batch.raised[index] = exc
-            raise ToolError(f"{type(exc).__name__} raised by the tool") from None
+            raise _held(batch, index, exc) from None
+        except Exception as exc:
+            if batch.recover is None:
+                raise
+            try:
+                value = batch.recover(index, exc)
+            except batch.passthrough as again:
+                raise _held(batch, index, again) from None
         batch.values[index] = value
         described = batch.describe(value)
         if isinstance(described, Raised):
             raise ToolError(described.text)
         return described
+
+
+def _held(batch: _Batch, index: int, exc: BaseException) -> ToolError:
+    """Keep `exc` (a passthrough) to re-raise after the batch; the call's error."""
+    batch.raised[index] = exc
+    return ToolError(f"{type(exc).__name__} raised by the tool")
 
 
 @final
@@ -193,17 +206,22 @@ class ForeignScheduler:
         *,
         passthrough: tuple[type[BaseException], ...] = (),
         interrupt: InterruptToken | None = None,
+        recover: Callable[[int, Exception], T] | None = None,
     ) -> list[Outcome[T]]:
         """Run `calls`; `invoke(index, args)` is the framework's own execution of one.
 
         `describe(value)` gives the text of a value for toolweave's result (hooks
         and events see it), or `Raised` when the value is the framework's own
-        error answer. Checkpoint: always. Cancelling the caller cancels every
-        call and re-raises.
+        error answer. `recover(index, exc)`, if given, is the framework's value
+        for an exception (not a `passthrough` one) its execution raised; it may
+        raise a passthrough exception itself. With it, `invoke` need not be a
+        coroutine of its own that catches them: it may return the framework's
+        awaitable directly (one coroutine fewer per call). Checkpoint: always.
+        Cancelling the caller cancels every call and re-raises.
         """
         registry = self.registry_for({c.name for c in calls})
         runner = self._runner_for(registry)
-        batch = _Batch(invoke, describe, passthrough)
+        batch = _Batch(invoke, describe, passthrough, recover)
         tw_calls = [
             ToolCall(c.id, c.name, c.args, key=f"0.{i}") for i, c in enumerate(calls)
         ]

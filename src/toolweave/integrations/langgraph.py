@@ -214,24 +214,24 @@ class ScheduledToolNode(ToolNode):
                 )
             return self._arun_one(call, input_type, runtimes[index])
 
-        async def invoke(index: int, args: Mapping[str, Any]) -> _Output:
+        async def capped(index: int, call: ToolCall) -> _Output:
+            assert cap is not None
+            async with cap:
+                return await start(index, call)
+
+        def invoke(index: int, args: Mapping[str, Any]) -> Awaitable[_Output]:
+            # The node's awaitable itself (no coroutine of ours around it):
+            # the scheduler answers what it raises with `recover`.
             call = tool_calls[index]
             if args != call["args"]:  # a PreToolUse hook rewrote it
                 call = {**call, "args": dict(args)}
-            output: _Output
-            try:
-                if cap is None:
-                    output = await start(index, call)
-                else:
-                    async with cap:
-                        output = await start(index, call)
-            except self._passthrough:
-                raise
-            except Exception as exc:  # isolation: never abort the graph
-                if is_invalid_resume(exc):  # as ToolNode: the interrupt is asked again
-                    raise _Unanswerable(exc) from exc
-                return _error_message(call, exc)
-            return output
+            return start(index, call) if cap is None else capped(index, call)
+
+        def recover(index: int, exc: Exception) -> _Output:
+            # isolation: never abort the graph
+            if is_invalid_resume(exc):  # as ToolNode: the interrupt is asked again
+                raise _Unanswerable(exc) from exc
+            return _error_message(tool_calls[index], exc)
 
         calls = [ForeignCall(c["id"] or "", c["name"], c["args"]) for c in tool_calls]
         try:
@@ -241,6 +241,7 @@ class ScheduledToolNode(ToolNode):
                 _describe,
                 passthrough=self._passthrough,
                 interrupt=_interrupt_of(config),
+                recover=recover,
             )
         except _Unanswerable as wrapped:
             raise wrapped.error from None
