@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from toolweave.messages import Image, Text, ToolCall, ToolResult
+from toolweave.tools import SessionState, ToolContext
 
 
 def _modifier() -> None:
@@ -82,10 +83,24 @@ RESULTS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 ]
 
 
+_CALL = ToolCall("c1", "read", {})
+_STATE = SessionState()
+
+CONTEXTS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((_CALL, _STATE), {}),
+    ((_CALL, _STATE), {"progress": print}),
+    ((_CALL,), {"state": _STATE}),
+]
+
+
 @pytest.mark.parametrize(
     ("cls", "cases", "post_init"),
-    [(ToolCall, CALLS, None), (ToolResult, RESULTS, _result_post_init)],
-    ids=["ToolCall", "ToolResult"],
+    [
+        (ToolCall, CALLS, None),
+        (ToolResult, RESULTS, _result_post_init),
+        (ToolContext, CONTEXTS, None),
+    ],
+    ids=["ToolCall", "ToolResult", "ToolContext"],
 )
 def test_the_written_out_init_sets_what_the_generated_one_does(
     cls: type, cases: list[tuple[tuple[Any, ...], dict[str, Any]]], post_init: Any
@@ -93,8 +108,9 @@ def test_the_written_out_init_sets_what_the_generated_one_does(
     twin = _twin(cls, post_init)
     mine = inspect.signature(cls).parameters
     generated = inspect.signature(twin).parameters
-    assert [(p.name, p.kind, p.default) for p in mine.values()] == [
-        (p.name, p.kind, p.default) for p in generated.values()
+    # repr: a default factory shows as <factory> in both
+    assert [(p.name, p.kind, repr(p.default)) for p in mine.values()] == [
+        (p.name, p.kind, repr(p.default)) for p in generated.values()
     ]
     for args, kwargs in cases:
 
@@ -107,6 +123,17 @@ def test_the_written_out_init_sets_what_the_generated_one_does(
         assert repr(ours).removeprefix(cls.__name__) == repr(theirs).removeprefix(
             "Twin"
         )
+
+
+def test_a_context_without_state_gets_a_fresh_one_each_time() -> None:
+    first, second = ToolContext(_CALL), ToolContext(_CALL)
+    assert isinstance(first.state, SessionState)
+    assert first.state is not second.state
+    assert first.state is not _STATE
+    assert ToolContext(_CALL, _STATE).state is _STATE
+    assert repr(inspect.signature(ToolContext).parameters["state"].default) == (
+        "<factory>"
+    )
 
 
 def test_a_missing_or_unknown_argument_fails_as_before() -> None:
@@ -124,6 +151,7 @@ def test_a_missing_or_unknown_argument_fails_as_before() -> None:
         ToolCall("c1", "read", {"p": 1}, key="0.1", provider_id="fc"),
         ToolResult("c1", "out", True),
         ToolResult("c1", (Text("a"), Image("AA==")), synthetic=True),
+        ToolContext(ToolCall("c1", "read", {}), SessionState()),
     ],
 )
 def test_generated_behaviour_is_unchanged(obj: Any) -> None:
@@ -133,9 +161,10 @@ def test_generated_behaviour_is_unchanged(obj: Any) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(obj, cls.__slots__[-1], None)
     assert not hasattr(obj, "__dict__")
-    assert pickle.loads(pickle.dumps(obj)) == obj
+    if cls is not ToolContext:  # its SessionState holds a lock: never picklable
+        assert pickle.loads(pickle.dumps(obj)) == obj
+        assert copy.deepcopy(obj) == obj
     assert copy.copy(obj) == obj
-    assert copy.deepcopy(obj) == obj
     replaced = dataclasses.replace(obj)
     assert replaced == obj
     assert _values(replaced) == _values(obj)

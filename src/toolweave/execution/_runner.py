@@ -139,7 +139,9 @@ class ToolRunner:
         )
         self._ledger = ReplacementLedger()
         self._signals = SignalCollector()
-        self._counts = {"calls": 0, "errors": 0, "timeouts": 0, "threads_left": 0}
+        # RunnerStatistics' counters (plain attributes: the cheapest to bump)
+        self._calls = self._errors = self._timeouts = self._threads_left = 0
+        self._unaudited = audit == "off"
 
     @property
     def mode(self) -> PermissionMode:
@@ -166,7 +168,13 @@ class ToolRunner:
 
     def statistics(self) -> RunnerStatistics:
         """Counters since creation."""
-        return RunnerStatistics(persisted=len(self._ledger), **self._counts)
+        return RunnerStatistics(
+            calls=self._calls,
+            errors=self._errors,
+            timeouts=self._timeouts,
+            threads_left=self._threads_left,
+            persisted=len(self._ledger),
+        )
 
     def take_signals(self) -> BatchSignals:
         """What hooks and tools asked for since the last call, in call order; then reset.
@@ -221,7 +229,7 @@ class ToolRunner:
         (tests/execution/test_fast_paths.py shows each skipped stage would
         have answered the same).
         """
-        self._counts["calls"] += 1
+        self._calls += 1
         reporter: ProgressReporter | None = None
         try:
             try:
@@ -258,7 +266,7 @@ class ToolRunner:
                 if self._on_event is not None:
                     emit_safely(self._on_event, ToolRunning(call.id, key=call.key))
                 executed: Executed | None
-                if timeout is None and self._auditor.mode == "off":
+                if timeout is None and self._unaudited:
                     # call_tool's steps, inline (one coroutine fewer per call)
                     try:
                         output = await tool.call(args, ctx)
@@ -273,7 +281,11 @@ class ToolRunner:
                 else:
                     executed = await self._executed(tool, call, args, ctx, timeout)
                 if executed is None:  # _to_result's steps, inline
-                    result = self._mapped(tool, call, output, None)
+                    if type(output) is str and output.strip():
+                        # _mapped's answer for a non-empty str, without the call
+                        result = ToolResult(call.id, output, False)
+                    else:
+                        result = self._mapped(tool, call, output, None)
                     if tool.max_result_chars is not None:
                         result = await self._persisted(tool, call, result)
                 else:
@@ -294,7 +306,10 @@ class ToolRunner:
             message = f"Internal error in toolweave while running this call: {exc!r}"
             result = ToolResult(call.id, message, is_error=True)
         if result.is_error:
-            self._counts["errors"] += 1
+            self._errors += 1
+        content = result.content
+        if type(content) is str and content.isascii():
+            return result  # utf8_safe's common case, without the call
         return utf8_safe(result)
 
     async def _executed(
@@ -553,9 +568,9 @@ class ToolRunner:
     ) -> ToolResult:
         error = executed.error or "failed"
         if executed.timed_out:
-            self._counts["timeouts"] += 1
+            self._timeouts += 1
         if executed.thread_left:
-            self._counts["threads_left"] += 1
+            self._threads_left += 1
             self._warn(f"call {call.id} ({tool.name}): {error}")
         result = ToolResult(
             call.id, error, is_error=True, context_modifier=executed.modifier

@@ -240,7 +240,7 @@ class ForeignScheduler:
             _CURRENT.reset(token)
         if batch.raised:
             raise batch.raised[min(batch.raised)]
+        values = batch.values
         return [
-            Outcome(batch.values.get(i), r, ran=i in batch.values)
-            for i, r in enumerate(results)
+            Outcome(values.get(i), r, ran=i in values) for i, r in enumerate(results)
         ]

@@ -245,7 +245,11 @@ class ScheduledToolNode(ToolNode):
             )
         except _Unanswerable as wrapped:
             raise wrapped.error from None
-        return [_answer(c, o) for c, o in zip(tool_calls, outcomes, strict=True)]
+        # The node's value where there is one (_answer's first case, inline).
+        return [
+            o.value if o.ran and o.value is not None else _answer(c, o)
+            for c, o in zip(tool_calls, outcomes, strict=True)
+        ]
 
     async def _afunc(
         self,

@@ -9,6 +9,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._records import slot_setter
 from ..events import FileRead
 from ..messages import ToolCall
 from ._sandbox_mode import SandboxMode
@@ -127,7 +128,17 @@ def _ignore_progress(message: str, fraction: float | None) -> None:
     del message, fraction
 
 
-@dataclass(frozen=True, slots=True)
+class _Fresh:
+    """`ToolContext.state`'s default: a new `SessionState` (shown as dataclasses do)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FRESH: Any = _Fresh()
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class ToolContext:
     """Passed to a tool function that declares a parameter of this type.
 
@@ -143,6 +154,19 @@ class ToolContext:
     progress: Callable[[str, float | None], None] = _ignore_progress
     """Where progress goes; use `report_progress`."""
 
+    def __init__(
+        self,
+        call: ToolCall,
+        state: SessionState = _FRESH,
+        *,
+        progress: Callable[[str, float | None], None] = _ignore_progress,
+    ) -> None:
+        # The generated __init__, written out: one is made per call (see
+        # toolweave._records.slot_setter).
+        _context_call(self, call)
+        _context_state(self, SessionState() if state is _FRESH else state)
+        _context_progress(self, progress)
+
     @property
     def call_id(self) -> str:
         """The id of the call being run."""
@@ -152,3 +176,8 @@ class ToolContext:
         """Tell listeners how the call is going. Never raises, never blocks."""
         with contextlib.suppress(Exception):
             self.progress(message, fraction)
+
+
+_context_call = slot_setter(ToolContext, "call")
+_context_state = slot_setter(ToolContext, "state")
+_context_progress = slot_setter(ToolContext, "progress")
