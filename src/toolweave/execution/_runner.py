@@ -37,7 +37,6 @@ from ._hooks import (
 )
 from ._output import (
     Content,
-    ToolOutput,
     empty_placeholder,
     is_empty,
     to_content,
@@ -275,17 +274,21 @@ class ToolRunner:
                         if executed is None:
                             raise
                     else:
-                        # A plain output without hooks: _settle would only map it.
-                        plain = hooks is None and not isinstance(output, ToolOutput)
-                        executed = None if plain else returned(output)
+                        # A str without hooks: _settle would only map it
+                        # (_to_result's steps, inline; _mapped's answer for a
+                        # non-empty str without the call).
+                        if hooks is None and type(output) is str:
+                            executed = None
+                            result = (
+                                ToolResult(call.id, output, False)
+                                if output.strip()
+                                else self._mapped(tool, call, output, None)
+                            )
+                        else:
+                            executed = returned(output)
                 else:
                     executed = await self._executed(tool, call, args, ctx, timeout)
-                if executed is None:  # _to_result's steps, inline
-                    if type(output) is str and output.strip():
-                        # _mapped's answer for a non-empty str, without the call
-                        result = ToolResult(call.id, output, False)
-                    else:
-                        result = self._mapped(tool, call, output, None)
+                if executed is None:
                     if tool.max_result_chars is not None:
                         result = await self._persisted(tool, call, result)
                 else:

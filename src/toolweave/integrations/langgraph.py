@@ -205,6 +205,7 @@ class ScheduledToolNode(ToolNode):
         # path obeys): at most that many of the batch's calls run at once.
         limit = config.get("max_concurrency")
         cap = None if limit is None else anyio.CapacityLimiter(limit)
+        direct = cap is None and not sync
 
         def start(index: int, call: ToolCall) -> Awaitable[_Output]:
             # The node's own execution of one call (a plain function: no extra frame).
@@ -225,6 +226,8 @@ class ScheduledToolNode(ToolNode):
             call = tool_calls[index]
             if args != call["args"]:  # a PreToolUse hook rewrote it
                 call = {**call, "args": dict(args)}
+            if direct:  # start's async case, without the call
+                return self._arun_one(call, input_type, runtimes[index])
             return start(index, call) if cap is None else capped(index, call)
 
         def recover(index: int, exc: Exception) -> _Output:
@@ -245,9 +248,9 @@ class ScheduledToolNode(ToolNode):
             )
         except _Unanswerable as wrapped:
             raise wrapped.error from None
-        # The node's value where there is one (_answer's first case, inline).
+        # The node's value where there is one, else why not.
         return [
-            o.value if o.ran and o.value is not None else _answer(c, o)
+            o.value if o.ran and o.value is not None else _no_value(c, o)
             for c, o in zip(tool_calls, outcomes, strict=True)
         ]
 
@@ -298,10 +301,8 @@ def _interrupt_of(config: RunnableConfig) -> InterruptToken | None:
     )
 
 
-def _answer(call: ToolCall, outcome: Outcome[_Output]) -> _Output:
-    """The node's value, or an error ToolMessage saying why there is none."""
-    if outcome.ran and outcome.value is not None:
-        return outcome.value
+def _no_value(call: ToolCall, outcome: Outcome[_Output]) -> ToolMessage:
+    """The error ToolMessage answering a call the node gave no value for: why."""
     return ToolMessage(
         content=outcome.result.text,
         name=call["name"],
