@@ -122,6 +122,7 @@ class Batch:
         self._eager = eager and planner.incremental
         self._selective = selective
         self._config = config
+        self._ceiling = config.default_tool_timeout
         self._slots = Slots(config.batch_cap)
         self.calls: list[ToolCall] = []
         self.plans: list[CallPlan] = []
@@ -405,7 +406,9 @@ class Batch:
         result: ToolResult | None = None
         fatal: BaseException | None = None
         tool = self.plans[index].tool
-        ceiling = self._config.ceiling_for(tool.timeout if tool else None)
+        ceiling = self._ceiling  # config.ceiling_for(tool.timeout), inline:
+        if ceiling is not None and tool and tool.timeout and tool.timeout > ceiling:
+            ceiling = tool.timeout
         host = self._host
         try:
             if self._why[index] is None:
@@ -470,7 +473,10 @@ class Batch:
         else:
             host.waiting -= 1
             self._record(index, not_run(call, self._why[index] or "cancelled"))
-        self._settle(index)
+        self._mark_done(index)
+        self._outstanding -= 1
+        if self._admission_over and not self._outstanding:
+            self._check_settled()
 
     async def _run_scoped(
         self, index: int, call: ToolCall, ceiling: float | None
@@ -497,12 +503,6 @@ class Batch:
             for dependent in dependents:
                 self._blockers[dependent] -= 1
                 self._check_ready(dependent)
-
-    def _settle(self, index: int) -> None:
-        self._mark_done(index)
-        self._outstanding -= 1
-        if self._admission_over and not self._outstanding:
-            self._check_settled()
 
     def _record(self, index: int, result: ToolResult) -> None:
         if self.results[index] is None:
