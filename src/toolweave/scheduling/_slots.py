@@ -2,22 +2,44 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from typing import final
 
 import anyio
 import anyio.lowlevel
 
+from ..tools._deadline import on_asyncio
+
 __all__ = ["Slots"]
 
 
 @final
 class _Waiter:
-    __slots__ = ("event", "granted")
+    """One task in line for a slot, woken by `wake` once it is handed one.
+
+    On asyncio the wait is a bare future of the loop (an anyio Event cost
+    several objects and calls per wait, and a batch at its cap waits for every
+    call it starts); elsewhere an anyio Event.
+    """
+
+    __slots__ = ("event", "future", "granted")
 
     def __init__(self) -> None:
-        self.event = anyio.Event()
         self.granted = False
+        loop = asyncio._get_running_loop() if on_asyncio() else None
+        self.future: asyncio.Future[None] | None = (
+            loop.create_future() if loop is not None else None
+        )
+        self.event = anyio.Event() if loop is None else None
+
+    def wake(self) -> None:
+        future = self.future
+        if future is None:
+            assert self.event is not None
+            self.event.set()
+        elif not future.done():  # cancelled: its task gives the slot on
+            future.set_result(None)
 
 
 @final
@@ -85,7 +107,11 @@ class Slots:
         waiter = _Waiter()
         self._waiters.append(waiter)
         try:
-            await waiter.event.wait()
+            if waiter.future is not None:
+                await waiter.future
+            else:
+                assert waiter.event is not None
+                await waiter.event.wait()
         except BaseException:
             if waiter.granted:
                 self.give()
@@ -98,6 +124,6 @@ class Slots:
         if self._waiters:
             waiter = self._waiters.popleft()
             waiter.granted = True
-            waiter.event.set()
+            waiter.wake()
             return
         self.used -= 1
