@@ -28,6 +28,7 @@ from toolweave.execution import (
     ToolRunner,
 )
 from toolweave.execution._authorize import PermissionGate
+from toolweave.execution._decision import HookVerdict
 from toolweave.execution._execute import execute
 from toolweave.execution._output import ToolOutput, empty_placeholder, to_content
 from toolweave.messages import Image, Text
@@ -262,3 +263,27 @@ async def test_a_tool_never_persisted_answers_alike_on_both_paths(
         results.append(await runner(tw.ToolCall("c1", "pager", {"size": 50})))
     assert results[0] == results[1] == tw.ToolResult("c1", "x" * 50)
     assert not runner.replacements
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [None, PermissionRules(), PermissionRules(deny=["echo"])],
+    ids=["none", "empty", "deny"],
+)
+@pytest.mark.parametrize("mode", list(PermissionMode))
+def test_allows_at_once_follows_rules_and_mode_however_they_were_set(
+    rules: PermissionRules | None, mode: PermissionMode
+) -> None:
+    """The gate keeps "no opinion possible" as one flag; every way of setting it agrees."""
+    expected = not rules and mode is PermissionMode.DEFAULT
+    made = PermissionGate(rules, mode, None, SessionState())
+    assert made.allows_at_once(echo, None) is expected
+    changed = PermissionGate(None, PermissionMode.DEFAULT, None, SessionState())
+    changed.mode = mode
+    changed.rules = rules
+    assert changed.allows_at_once(echo, None) is expected
+    assert (changed.rules, changed.mode) == (rules, mode)
+    changed.rules = None
+    changed.mode = PermissionMode.DEFAULT
+    assert changed.allows_at_once(echo, None)
+    assert not changed.allows_at_once(echo, HookVerdict("allow"))

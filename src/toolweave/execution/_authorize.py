@@ -130,21 +130,37 @@ class PermissionGate:
         ask: AskHandler | None,
         state: SessionState,
     ) -> None:
-        self.rules = rules
-        self.mode = mode
+        self._rules = rules
+        self._mode = mode
+        self._open = not rules and mode is PermissionMode.DEFAULT
         self._ask = ask
         self._state = state
         self._always: set[_ALWAYS_KEY] = set()
         self._lock: anyio.Lock | None = None
 
+    @property
+    def rules(self) -> PermissionRules | None:
+        """The configured rules."""
+        return self._rules
+
+    @rules.setter
+    def rules(self, rules: PermissionRules | None) -> None:
+        self._rules = rules
+        self._open = not rules and self._mode is PermissionMode.DEFAULT
+
+    @property
+    def mode(self) -> PermissionMode:
+        """The permission mode."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: PermissionMode) -> None:
+        self._mode = mode
+        self._open = not self._rules and mode is PermissionMode.DEFAULT
+
     def allows_at_once(self, tool: Tool, verdict: HookVerdict | None) -> bool:
         """True when nothing could say anything but allow (the hot path: no await needed)."""
-        return (
-            verdict is None
-            and not self.rules
-            and self.mode is PermissionMode.DEFAULT
-            and not _has_own_check(tool)
-        )
+        return verdict is None and self._open and not _has_own_check(tool)
 
     async def authorize(
         self,

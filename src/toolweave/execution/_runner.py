@@ -82,6 +82,25 @@ class RunnerStatistics:
     """Results replaced by a preview (per-tool threshold or batch budget)."""
 
 
+def _not_json(tool: Tool, raw_arguments: str) -> CallFailed:
+    """The answer to a call whose arguments were not valid JSON."""
+    shown = raw_arguments[:200]
+    return CallFailed(
+        f"The arguments for tool {tool.name!r} are not valid JSON: {shown!r}."
+        " Send a JSON object that matches the tool's input schema."
+    )
+
+
+def _invalid_input(tool: Tool, exc: Exception) -> CallFailed:
+    """The answer to a call whose input `tool.parse` refused (or raised on)."""
+    if isinstance(exc, ToolInputError):
+        return CallFailed(str(exc))
+    return CallFailed(
+        f"Invalid input for tool {tool.name!r}: {type(exc).__name__}: {exc}."
+        " The input must be a JSON object that matches the tool's schema."
+    )
+
+
 class _Answered(Exception):
     """Internal: a stage answered the call with `result` (the rest is skipped)."""
 
@@ -235,7 +254,12 @@ class ToolRunner:
                 tool = self._registry.get(call.name)
                 if tool is None:
                     self._unknown(call)
-                args = self._parse(tool, call.input, call)
+                if call.raw_arguments is not None:
+                    raise _not_json(tool, call.raw_arguments)
+                try:
+                    args = tool.parse(call.input)
+                except Exception as exc:
+                    raise _invalid_input(tool, exc) from exc
                 if self._progress_sink is None:
                     ctx = ToolContext(call, self._state)
                 else:
@@ -373,25 +397,6 @@ class ToolRunner:
         known = [t.name for t in self._registry.visible()][:_MAX_LISTED_TOOLS]
         message += " Available tools: " + (", ".join(known) or "(none)") + "."
         raise CallFailed(message)
-
-    def _parse(
-        self, tool: Tool, raw: Mapping[str, object], call: ToolCall
-    ) -> dict[str, object]:
-        if call.raw_arguments is not None:
-            shown = call.raw_arguments[:200]
-            raise CallFailed(
-                f"The arguments for tool {tool.name!r} are not valid JSON: {shown!r}."
-                " Send a JSON object that matches the tool's input schema."
-            )
-        try:
-            return tool.parse(raw)
-        except ToolInputError as exc:
-            raise CallFailed(str(exc)) from exc
-        except Exception as exc:
-            raise CallFailed(
-                f"Invalid input for tool {tool.name!r}: {type(exc).__name__}: {exc}."
-                " The input must be a JSON object that matches the tool's schema."
-            ) from exc
 
     async def _validate(
         self, tool: Tool, args: dict[str, object], ctx: ToolContext
