@@ -117,3 +117,31 @@ async def test_take_of_a_free_slot_is_a_checkpoint_and_keeps_nothing_if_cut() ->
         await slots.take()
     assert scope.cancelled_caught
     assert slots.used == 0
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_slot_given_to_a_waiter_cancelled_in_line_goes_on() -> None:
+    """Cancelled while waiting (its future cancelled), then handed a slot before it ran."""
+    import asyncio
+
+    slots = Slots(1)
+    assert slots.try_take()
+    got: list[str] = []
+
+    async def first() -> None:
+        await slots.take()
+        got.append("first")  # never: it was cancelled in line
+
+    async def second() -> None:
+        await slots.take()
+        got.append("second")
+
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(first())
+        await anyio.wait_all_tasks_blocked()
+        group.create_task(second())
+        await anyio.wait_all_tasks_blocked()
+        task.cancel()  # its wait's future is cancelled now ...
+        slots.give()  # ... and the slot is handed to it before it resumed
+    assert got == ["second"]
+    assert slots.used == 1

@@ -159,7 +159,7 @@ class Batch:
         """Why admission stopped early: interrupted, closed, or discarded."""
         self.forced = False
         """True if running calls were cancelled because the dispatcher closed."""
-        self.scope: anyio.CancelScope | None = None
+        self.scope: DeadlineScope | None = None
         """The whole batch's scope (dispatch batches): a forced close cancels it."""
         self.fallback_scope: anyio.CancelScope | None = None
         """Scope of a call the close fallback runs on the caller (force_close cancels it)."""
