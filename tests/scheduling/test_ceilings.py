@@ -142,6 +142,30 @@ async def test_an_earlier_ceiling_moves_the_timer_forward() -> None:
     assert _live_entries() == 0
 
 
+async def _interrupted(
+    calls: list[tw.ToolCall],
+    reg: tw.ToolRegistry,
+    runner: Any,
+    entered: anyio.Event,
+    config: ConcurrencyConfig | None = None,
+) -> list[tw.ToolResult]:
+    """Dispatch `calls`; set the interrupt once `entered` is set; the results."""
+    token = InterruptToken()
+    out: list[tw.ToolResult] = []
+
+    async def run() -> None:
+        out.extend(
+            await Dispatcher(config).dispatch(calls, reg, runner, interrupt=token)
+        )
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await entered.wait()
+            token.set()
+    return out
+
+
 async def test_an_interrupt_cuts_a_running_call_through_a_scope_made_then() -> None:
     entered = anyio.Event()
 
@@ -152,25 +176,12 @@ async def test_an_interrupt_cuts_a_running_call_through_a_scope_made_then() -> N
         raise AssertionError("unreachable")
 
     reg = tw.ToolRegistry([waits, quick])
-    token = InterruptToken()
     calls = [
         tw.ToolCall("w", "waits", {"key": "w"}),
         tw.ToolCall("q", "quick", {"key": "q"}),
     ]
-    out: list[tw.ToolResult] = []
-
-    async def run() -> None:
-        out.extend(
-            await Dispatcher(ConcurrencyConfig(default_tool_timeout=None)).dispatch(
-                calls, reg, runner_for(reg), interrupt=token
-            )
-        )
-
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await entered.wait()
-            token.set()
+    config = ConcurrencyConfig(default_tool_timeout=None)
+    out = await _interrupted(calls, reg, runner_for(reg), entered, config)
     assert out[0].synthetic and "interrupted" in out[0].text
     assert out[1].text == "q"
 
@@ -212,21 +223,11 @@ async def test_a_runner_that_raises_once_its_call_was_cut_is_answered_by_its_fau
             raise RuntimeError("broke while being cancelled") from None
         raise AssertionError("unreachable")
 
-    token = InterruptToken()
     calls = [
         tw.ToolCall("w", "waits", {"key": "w"}),
         tw.ToolCall("q", "waits", {"key": "q"}),
     ]
-    out: list[tw.ToolResult] = []
-
-    async def run() -> None:
-        out.extend(await Dispatcher().dispatch(calls, reg, runner, interrupt=token))
-
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await entered.wait()
-            token.set()
+    out = await _interrupted(calls, reg, runner, entered)
     assert (
         out[0].is_error and "RuntimeError: broke while being cancelled" in out[0].text
     )

@@ -83,8 +83,13 @@ async def test_a_slot_handed_to_a_waiter_that_is_cancelled_is_not_lost() -> None
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_a_native_cancel_after_the_hand_over_gives_the_slot_on() -> None:
-    """asyncio delivers a task.cancel() even after the wait's future was resolved."""
+@pytest.mark.parametrize("cancel_first", [False, True])
+async def test_a_native_cancel_around_the_hand_over_gives_the_slot_on(
+    cancel_first: bool,
+) -> None:
+    """A task.cancel() just after the hand-over (the wait's future resolved), or just
+    before it (the future cancelled, the waiter still in line): either way the
+    cancelled waiter never runs and the slot goes on."""
     import asyncio
 
     slots = Slots(1)
@@ -104,8 +109,11 @@ async def test_a_native_cancel_after_the_hand_over_gives_the_slot_on() -> None:
         await anyio.wait_all_tasks_blocked()
         group.create_task(second())
         await anyio.wait_all_tasks_blocked()
-        slots.give()  # handed to `first` (its wait is resolved) ...
-        task.cancel()  # ... and cancelled before it resumed
+        if cancel_first:
+            task.cancel()
+        slots.give()  # handed to `first` before it resumed
+        if not cancel_first:
+            task.cancel()
     assert got == ["second"]
     assert slots.used == 1
 
@@ -117,31 +125,3 @@ async def test_take_of_a_free_slot_is_a_checkpoint_and_keeps_nothing_if_cut() ->
         await slots.take()
     assert scope.cancelled_caught
     assert slots.used == 0
-
-
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_a_slot_given_to_a_waiter_cancelled_in_line_goes_on() -> None:
-    """Cancelled while waiting (its future cancelled), then handed a slot before it ran."""
-    import asyncio
-
-    slots = Slots(1)
-    assert slots.try_take()
-    got: list[str] = []
-
-    async def first() -> None:
-        await slots.take()
-        got.append("first")  # never: it was cancelled in line
-
-    async def second() -> None:
-        await slots.take()
-        got.append("second")
-
-    async with asyncio.TaskGroup() as group:
-        task = group.create_task(first())
-        await anyio.wait_all_tasks_blocked()
-        group.create_task(second())
-        await anyio.wait_all_tasks_blocked()
-        task.cancel()  # its wait's future is cancelled now ...
-        slots.give()  # ... and the slot is handed to it before it resumed
-    assert got == ["second"]
-    assert slots.used == 1
