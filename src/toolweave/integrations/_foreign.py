@@ -8,6 +8,8 @@ validation, injection and error handling stay exactly as they were.
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -127,6 +129,14 @@ class _StandIn(Tool):
         return described
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop; None elsewhere (trio), where nothing is lent."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _held(batch: _Batch, index: int, exc: BaseException) -> ToolError:
     """Keep `exc` (a passthrough) to re-raise after the batch; the call's error."""
     batch.raised[index] = exc
@@ -175,6 +185,24 @@ class ForeignScheduler:
         }
         self._registry = ToolRegistry(self._tools.values())
         self._runner: ToolRunner | None = None
+        # a Dispatcher a finished batch left idle, with the loop it belongs to
+        self._spare: (
+            tuple[weakref.ref[asyncio.AbstractEventLoop], Dispatcher] | None
+        ) = None
+
+    def _spare_dispatcher(self) -> Dispatcher:
+        """A Dispatcher no other batch is using, on this event loop.
+
+        Without a shared `dispatcher` each batch has its own host cap, as if it
+        had a Dispatcher of its own; one that finished a batch on this loop is
+        lent again rather than built anew (a Dispatcher is loop-bound, and
+        building one was a measurable share of a small batch).
+        """
+        spare, self._spare = self._spare, None
+        loop = _running_loop()
+        if spare is not None and loop is not None and spare[0]() is loop:
+            return spare[1]
+        return Dispatcher(self._config)
 
     def declaration(self, name: str) -> Declaration:
         """The declaration calls of `name` are scheduled by (`UNDECLARED` if none)."""
@@ -231,11 +259,18 @@ class ForeignScheduler:
                 # Nothing to schedule: the lifecycle alone (it never raises but
                 # cancellation), as the Dispatcher's one-call path would run it.
                 results = [await runner(tw_calls[0])]
+            elif self._dispatcher is not None:
+                results = await self._dispatcher.dispatch(
+                    tw_calls, registry, runner, interrupt=interrupt
+                )
             else:
-                dispatcher = self._dispatcher or Dispatcher(self._config)
+                dispatcher = self._spare_dispatcher()
                 results = await dispatcher.dispatch(
                     tw_calls, registry, runner, interrupt=interrupt
                 )
+                loop = _running_loop()
+                if loop is not None:
+                    self._spare = (weakref.ref(loop), dispatcher)
         finally:
             _CURRENT.reset(token)
         if batch.raised:

@@ -215,30 +215,48 @@ class Dispatcher:
                 tool = registry.get(call.name)
                 if tool is not None and tool.needs_warming:  # else nothing to await
                     await warm(call, registry)
+        if interrupt is None or isinstance(interrupt, InterruptToken):
+            # the usual case: no watcher task, so no context manager either
+            return await self._dispatch(
+                calls, registry, runner, on_started, on_completed, interrupt
+            )
         async with _as_token(interrupt) as token:
-            if not self.config.enabled or self._closed:
-                return await run_sequential(
-                    calls,
-                    registry,
-                    runner,
-                    on_started,
-                    on_completed,
-                    token,
-                    config=self.config,
-                )
-            if len(calls) == 1:
-                return await self._run_single(
-                    calls[0], registry, runner, on_started, on_completed, token
-                )
-            batch = self._new_batch(
+            return await self._dispatch(
+                calls, registry, runner, on_started, on_completed, token
+            )
+
+    async def _dispatch(
+        self,
+        calls: list[ToolCall],
+        registry: ToolRegistry,
+        runner: Runner,
+        on_started: StartedListener | None,
+        on_completed: CompletedListener | None,
+        token: InterruptToken | None,
+    ) -> list[ToolResult]:
+        if not self.config.enabled or self._closed:
+            return await run_sequential(
+                calls,
                 registry,
                 runner,
                 on_started,
                 on_completed,
-                eager=False,
-                selective=token is not None,
+                token,
+                config=self.config,
             )
-            return await self._run_batch(batch, calls, registry, runner, token)
+        if len(calls) == 1:
+            return await self._run_single(
+                calls[0], registry, runner, on_started, on_completed, token
+            )
+        batch = self._new_batch(
+            registry,
+            runner,
+            on_started,
+            on_completed,
+            eager=False,
+            selective=token is not None,
+        )
+        return await self._run_batch(batch, calls, registry, runner, token)
 
     async def _run_single(
         self,
