@@ -38,6 +38,7 @@ from typing import Any, Literal
 import anyio
 from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import get_config_list
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.prebuilt import ToolNode
@@ -170,7 +171,7 @@ class ScheduledToolNode(ToolNode):
         tools = list(self.tools_by_name.values())
         runtimes: list[ToolRuntime[Any, Any]] = []
         for call, cfg in zip(
-            tool_calls, _config_list(config, len(tool_calls)), strict=True
+            tool_calls, get_config_list(config, len(tool_calls)), strict=True
         ):
             runtimes.append(
                 ToolRuntime(
@@ -283,12 +284,6 @@ class ScheduledToolNode(ToolNode):
 
         outputs = run_blocking(batch)
         return self._combine_tool_outputs(outputs, input_type)
-
-
-def _config_list(config: RunnableConfig, n: int) -> list[RunnableConfig]:
-    from langchain_core.runnables.config import get_config_list
-
-    return get_config_list(config, n)
 
 
 def _interrupt_of(config: RunnableConfig) -> InterruptToken | None:
