@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any
+
+import anyio
 
 from toolweave.messages import ToolCall
 from toolweave.tools import SessionState, Tool, ToolContext
@@ -13,3 +17,55 @@ async def run(tool: Tool, raw: dict[str, Any], state: SessionState) -> Any:
     args = tool.parse(raw)
     ctx = ToolContext(ToolCall(f"call-{tool.name}", tool.name, raw), state=state)
     return await tool.call(args, ctx)
+
+
+def processes_running(marker: str) -> list[int]:
+    """Pids (as this process sees them) whose command line contains `marker`.
+
+    Found by command line, not by a pid the command printed: under bwrap each
+    call has its own pid namespace, and ``$!`` there is that namespace's number.
+    """
+    found: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as file:
+                cmdline = file.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # exited meanwhile
+            continue
+        if marker in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def leftovers(marker: str, *, within: float = 5.0) -> list[int]:
+    """Processes whose command line contains `marker` still alive after `within` s.
+
+    Each is waited for on a pidfd (no polling); those still running then are
+    killed (the test's own cleanup) and returned, so a test asserts the list is
+    empty.
+    """
+    alive: list[int] = []
+    with anyio.move_on_after(within) as scope:
+        for pid in processes_running(marker):
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                await anyio.wait_readable(fd)
+            finally:
+                os.close(fd)
+    if scope.cancelled_caught:
+        for pid in processes_running(marker):
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+                alive.append(pid)
+            finally:
+                os.close(fd)
+    return alive

@@ -6,7 +6,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
-from builtin_support import run
+from builtin_support import leftovers, run
 
 from toolweave._exceptions import ToolError, ToolInputError, ToolTimeoutError
 from toolweave.tools import Access, Concurrency, Interrupt, SessionState
@@ -14,19 +14,6 @@ from toolweave.tools.builtin import BashTool, ReadTool
 from toolweave.tools.builtin._bash_process import OutputCapture
 
 pytestmark = pytest.mark.anyio
-
-
-async def _wait_gone(pid: int) -> None:
-    """Wait until `pid` has exited: a pidfd becomes readable then (no polling)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        with anyio.fail_after(10):
-            await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
 
 
 async def test_runs_in_the_root_and_returns_output(
@@ -59,29 +46,30 @@ async def test_exit_1_of_grep_is_an_answer_not_a_failure(
 
 
 async def test_timeout_kills_the_whole_group(root: Path, state: SessionState) -> None:
-    command = "sleep 300 & echo $! > child.pid; echo started; sleep 300"
+    command = "sleep 303 & echo started; sleep 303"
     with pytest.raises(ToolTimeoutError, match=r"(?s)timed out after 0.5s.*started"):
         await run(BashTool(root), {"command": command, "timeout": 0.5}, state)
-    await _wait_gone(int((root / "child.pid").read_text()))
+    assert not await leftovers("sleep 303")
 
 
 async def test_background_children_do_not_outlive_the_call(
     root: Path, state: SessionState
 ) -> None:
-    out = await run(BashTool(root), {"command": "sleep 300 & echo $!"}, state)
-    await _wait_gone(int(out))
+    out = await run(BashTool(root), {"command": "sleep 304 & echo $!"}, state)
+    assert int(out) > 0
+    assert not await leftovers("sleep 304")
 
 
 async def test_cancel_kills_the_group(root: Path, state: SessionState) -> None:
     fifo = root / "pid.fifo"
     os.mkfifo(fifo)
-    command = "sleep 300 & echo $! > pid.fifo; wait"
+    command = "sleep 305 & echo $! > pid.fifo; wait"
     async with anyio.create_task_group() as tg:
         tg.start_soon(run, BashTool(root), {"command": command}, state)
         # rendezvous: the read returns once the command has started its child
-        child = int(await anyio.to_thread.run_sync(fifo.read_text))
+        assert int(await anyio.to_thread.run_sync(fifo.read_text)) > 0
         tg.cancel_scope.cancel()
-    await _wait_gone(child)
+    assert not await leftovers("sleep 305")
 
 
 async def test_huge_output_keeps_head_and_tail(root: Path, state: SessionState) -> None:

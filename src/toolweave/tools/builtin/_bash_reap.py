@@ -14,7 +14,8 @@ reused by an unrelated process in between is never signalled.
 
 Not found: a process that left the session *and* closed the output pipe
 (``setsid cmd >/dev/null 2>&1 &``); nothing in ``/proc`` ties it to the call
-any more (a pid namespace would; see docs/bash-safety.md).
+any more. Under bwrap the call's pid namespace kills it (see `_sandbox`);
+under Landlock it outlives the call (docs/bash-safety.md).
 """
 
 from __future__ import annotations

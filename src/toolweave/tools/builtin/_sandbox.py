@@ -24,9 +24,12 @@ Backends, chosen once per process (`sandbox_backend`):
   ``.git`` bound onto itself (a mount point cannot be renamed or replaced) and
   its existing config and hooks bound read-only again on top. Preferred
   for workspace-write; for read-only it is the fallback (~10 ms per spawn).
-  With Landlock ABI >= 6 bwrap is started under Landlock *scopes* only, so
-  a command cannot signal processes outside its call (``kill -9 -1`` would
-  otherwise reach the agent and every process of the user).
+  Each workspace-write call gets its own pid namespace where the kernel
+  allows one, so no process the command started outlives it and none outside
+  it is visible or can be signalled. With Landlock ABI >= 6 bwrap is also
+  started under Landlock *scopes*, so even without the namespace a command
+  cannot signal processes outside its call (``kill -9 -1`` would otherwise
+  reach the agent and every process of the user).
 - **none**: the bash tool says so once per session (a logged warning and a
   note in the first result) and `conservative_read_only` shrinks what counts
   as read-only to a small core.
@@ -76,13 +79,25 @@ logger = logging.getLogger("toolweave.sandbox")
 
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 _BWRAP_BASE = ("--ro-bind", "/", "/", "--dev", "/dev")
-"""Everything (with its submounts, /proc and /sys too) read-only; a private /dev.
-
-No pid namespace: process ids inside are the real ones, and the bash tool's
-process-group kill reaches every process the command started. So that the
-command cannot signal processes outside it (the agent), bwrap itself is
-started under Landlock scopes where the kernel has them (`_bwrap_scopable`)."""
+"""Everything (with its submounts and /sys) read-only; a private /dev."""
 _BWRAP_ISOLATE = ("--die-with-parent",)
+_BWRAP_PID_NAMESPACE = ("--unshare-pid", "--proc", "/proc")
+"""A pid namespace per workspace-write call, with its own /proc (where bwrap can).
+
+bwrap is the namespace's init: when the command exits (or the bash tool kills
+its process group), init exits and the kernel kills every process left in the
+namespace. So nothing the command started outlives the call, not even a
+process that left the call's group and session and closed its output, which
+the group kill and the `/proc` reaper cannot find. Inside, process ids are the
+namespace's own (``$!`` is a small number) and no process outside the call is
+visible or can be signalled. Only for workspace-write: such a process keeps the
+call's rights, so after the call it could still write (to ``.git`` after the
+guard ran); under read-only it could not, and the namespace's ~0.7 ms per
+spawn would put bwrap's read-only spawn at its 5 ms budget
+(bench/bench_sandbox.py). Where the kernel refuses the namespace, calls run
+without it (`_bwrap_pid_namespace`). Either way the group kill and the reaper
+remain, and bwrap is started under Landlock scopes where the kernel has them
+(`_bwrap_scopable`) so that the command cannot signal the agent."""
 
 
 @cache
@@ -96,17 +111,31 @@ def _bwrap_usable() -> str | None:
     found = shutil.which("bwrap")
     if found is None:
         return None
+    return found if _runs([found, *_BWRAP_BASE, *_BWRAP_ISOLATE]) else None
+
+
+@cache
+def _bwrap_pid_namespace() -> bool:
+    """True if bwrap can give each call its own pid namespace here (probed once)."""
+    found = _bwrap_usable()
+    return found is not None and _runs(
+        [found, *_BWRAP_BASE, *_BWRAP_ISOLATE, *_BWRAP_PID_NAMESPACE]
+    )
+
+
+def _runs(bwrap: list[str]) -> bool:
+    """True if `bwrap` (a command prefix) runs ``true`` successfully."""
     try:
         probe = subprocess.run(
-            [found, *_BWRAP_BASE, *_BWRAP_ISOLATE, "--", "true"],
+            [*bwrap, "--", "true"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=10,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
-        return None
-    return found if probe.returncode == 0 else None
+        return False
+    return probe.returncode == 0
 
 
 @cache
@@ -287,11 +316,14 @@ def _bwrap_argv(root: Path, tmp: Path | None, cwd: Path, *, network: bool) -> li
     """The bwrap command prefix confining one call.
 
     All of ``/`` read-only; with `tmp` (workspace-write) the workspace and
-    `tmp` writable, then the git paths read-only again on top.
+    `tmp` writable, then the git paths read-only again on top, in a pid
+    namespace of the call's own.
     """
     bwrap = _bwrap_usable()
     assert bwrap is not None  # backend_for checked
     argv = [bwrap, *_BWRAP_BASE, *_BWRAP_ISOLATE]
+    if tmp is not None and _bwrap_pid_namespace():
+        argv += _BWRAP_PID_NAMESPACE
     if not network:
         argv.append("--unshare-net")
     if tmp is not None:
