@@ -196,7 +196,9 @@ class ForeignScheduler:
         Without a shared `dispatcher` each batch has its own host cap, as if it
         had a Dispatcher of its own; one that finished a batch on this loop is
         lent again rather than built anew (a Dispatcher is loop-bound, and
-        building one was a measurable share of a small batch).
+        building one was a measurable share of a small batch). Lent, it keeps
+        its count of abandoned worker threads (still running), which a new
+        one would forget.
         """
         spare, self._spare = self._spare, None
         loop = _running_loop()
