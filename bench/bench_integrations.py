@@ -2,8 +2,8 @@
 
 Run: python bench/bench_integrations.py [--calls N,M] [--rounds R] [--duration S]
 
-Two scenarios per framework, both variants in one run, rounds alternating so
-machine noise hits both alike (the median round counts):
+Two scenarios per framework, both variants in one run, in alternating rounds
+(each variant first every other round) so machine noise hits both alike:
 
 1. Added cost per call: one model response with N trivial read-only calls (N = 5,
    the scenario's size, and 20, more than the default cap of 10 running calls), run
@@ -220,8 +220,12 @@ async def per_call_us(
     for run in runs.values():  # warm-up: imports, schema building, caches
         await run(specs)
     samples: dict[bool, list[float]] = {False: [], True: []}
-    for _ in range(rounds):
-        for flag, run in runs.items():
+    for round_ in range(rounds):
+        # each variant goes first every other round: what follows a run (its
+        # garbage, a warmed cache) lands on both alike
+        order = (False, True) if round_ % 2 == 0 else (True, False)
+        for flag in order:
+            run = runs[flag]
             start = time.perf_counter()
             await run(specs)
             samples[flag].append((time.perf_counter() - start) / calls * 1e6)
