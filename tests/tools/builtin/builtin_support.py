@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -39,6 +41,20 @@ def processes_running(marker: str) -> list[int]:
     return found
 
 
+@contextmanager
+def _pidfd(pid: int) -> Iterator[int | None]:
+    """A pidfd of `pid` (None if it is gone), closed on leaving."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
 async def leftovers(marker: str, *, within: float = 5.0) -> list[int]:
     """Processes whose command line contains `marker` still alive after `within` s.
 
@@ -46,26 +62,15 @@ async def leftovers(marker: str, *, within: float = 5.0) -> list[int]:
     killed (the test's own cleanup) and returned, so a test asserts the list is
     empty.
     """
+    with anyio.move_on_after(within):
+        for pid in processes_running(marker):
+            with _pidfd(pid) as fd:
+                if fd is not None:
+                    await anyio.wait_readable(fd)
     alive: list[int] = []
-    with anyio.move_on_after(within) as scope:
-        for pid in processes_running(marker):
-            try:
-                fd = os.pidfd_open(pid)
-            except ProcessLookupError:
-                continue
-            try:
-                await anyio.wait_readable(fd)
-            finally:
-                os.close(fd)
-    if scope.cancelled_caught:
-        for pid in processes_running(marker):
-            try:
-                fd = os.pidfd_open(pid)
-            except ProcessLookupError:
-                continue
-            try:
+    for pid in processes_running(marker):
+        with _pidfd(pid) as fd:
+            if fd is not None:
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
                 alive.append(pid)
-            finally:
-                os.close(fd)
     return alive
