@@ -25,6 +25,9 @@ runs is scheduled. Hosted and other non-function tools pass through untouched
 (those the SDK runs locally, like a local `ShellTool`, with an
 `UnscheduledToolWarning`: they run beside the function tools unscheduled).
 
+A tool's SDK timeout (``timeout_seconds``) counts from the start of its body,
+not its wait for a turn (`_BodyTimeout`), except a ``raise_exception`` one.
+
 Errors: by default a tool's exception is handled by the SDK as it would be
 (its ``failure_error_function``, an error text for the model by default; with
 none, the run fails). ``on_error="answer"`` answers with an error text only what
@@ -34,10 +37,13 @@ interrupted) is answered with an error text. Requires ``toolweave[openai-agents]
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import inspect
 import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, final
 
 import anyio
@@ -50,11 +56,14 @@ from agents import (
     ShellTool,
     Tool,
 )
+from agents.exceptions import ToolTimeoutError
 from agents.tool import (
+    _DEFAULT_FAILURE_HANDLED_ATTR,
     _FUNCTION_TOOL_WRAPPED_CALLABLE_MARKER,
     _SYNC_FUNCTION_TOOL_MARKER,
     _FailureHandlingFunctionToolInvoker,
     _get_function_tool_invoke_context,
+    default_tool_timeout_error_message,
     resolve_function_tool_failure_error_function,
 )
 from agents.tool_context import ToolContext
@@ -129,25 +138,31 @@ class ToolScheduler:
         context object the SDK would have passed it.
         """
         scheduled = copy.copy(tool)
+        timer = _BodyTimeout.of(tool)
+        if timer is not None:
+            scheduled.timeout_seconds = None  # counted from the body's start instead
         invoker = scheduled.on_invoke_tool
         if isinstance(invoker, _FailureHandlingFunctionToolInvoker):
-            scheduled.on_invoke_tool = self._wrap_invoker(scheduled, invoker)
+            scheduled.on_invoke_tool = self._wrap_invoker(scheduled, invoker, timer)
             return scheduled
 
         async def on_invoke_tool(ctx: ToolContext[Any], input_json: str) -> Any:
             given = _get_function_tool_invoke_context(tool, ctx)
-            return await self._call(tool, invoker, ctx, given, input_json)
+            return await self._call(tool, invoker, ctx, given, input_json, timer)
 
         scheduled.on_invoke_tool = on_invoke_tool
         return scheduled
 
     def _wrap_invoker(
-        self, tool: FunctionTool, invoker: _FailureHandlingFunctionToolInvoker
+        self,
+        tool: FunctionTool,
+        invoker: _FailureHandlingFunctionToolInvoker,
+        timer: _BodyTimeout | None,
     ) -> _FailureHandlingFunctionToolInvoker:
         inner = invoker._invoke_tool_impl
 
         async def impl(ctx: ToolContext[Any], input_json: str) -> Any:
-            return await self._call(tool, inner, ctx, ctx, input_json)
+            return await self._call(tool, inner, ctx, ctx, input_json, timer)
 
         for marker in (_PREPARE_MARKER, _FUNCTION_TOOL_WRAPPED_CALLABLE_MARKER):
             if hasattr(inner, marker):
@@ -164,6 +179,7 @@ class ToolScheduler:
         ctx: ToolContext[Any],
         given: Any,
         input_json: str,
+        timer: _BodyTimeout | None,
     ) -> Any:
         name = tool.name
         args = _args(input_json)
@@ -174,11 +190,11 @@ class ToolScheduler:
             access = classify(ToolCall(ctx.tool_call_id, name, args), registry).access
         async with self._gate.hold(access):
             if self._limit is None:
-                return await self._run(tool, inner, ctx, given, input_json, args)
+                return await self._run(tool, inner, ctx, given, input_json, args, timer)
             if self._limiter is None:
                 self._limiter = anyio.CapacityLimiter(self._limit)
             async with self._limiter:
-                return await self._run(tool, inner, ctx, given, input_json, args)
+                return await self._run(tool, inner, ctx, given, input_json, args, timer)
 
     async def _run(
         self,
@@ -188,15 +204,18 @@ class ToolScheduler:
         given: Any,
         input_json: str,
         args: dict[str, Any] | None,
+        timer: _BodyTimeout | None,
     ) -> Any:
         async def invoke(index: int, rewritten_args: Mapping[str, Any]) -> Any:
             del index
             if args is None or dict(rewritten_args) == args:
-                return await inner(given, input_json)
-            # A PreToolUse hook rewrote the input: arguments the SDK prepared for
-            # an approval policy belong to the original input, not this one.
-            ctx._function_tool_arguments = None
-            return await inner(given, json.dumps(dict(rewritten_args)))
+                body = inner(given, input_json)
+            else:
+                # A PreToolUse hook rewrote the input: arguments the SDK prepared
+                # for an approval policy belong to the original input, not this one.
+                ctx._function_tool_arguments = None
+                body = inner(given, json.dumps(dict(rewritten_args)))
+            return await (body if timer is None else timer.run(body, ctx))
 
         # The SDK answers a tool's exception itself (its failure_error_function)
         # unless the tool has none; "answer" answers only what the SDK would raise.
@@ -212,6 +231,51 @@ class ToolScheduler:
         if outcome.ran:
             return outcome.value
         return f"Error: {outcome.result.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class _BodyTimeout:
+    """A tool's SDK ``timeout_seconds``, counted from the start of its body.
+
+    The SDK starts the clock when it invokes the tool, so the wait for the
+    call's turn here (an earlier conflicting call, a `max_concurrency` slot)
+    would count too, and a call could time out before its body ran. The
+    scheduled copy has no SDK timeout; this applies the same one once the call
+    has its turn, answered as the SDK answers it (``error_as_result``: its
+    message or the tool's ``timeout_error_function``). A tool whose timeout
+    raises (``raise_exception``) keeps the SDK's own: raised in the body, the
+    failure handler around it would answer it instead of failing the run.
+    """
+
+    tool: FunctionTool
+    seconds: float
+
+    @classmethod
+    def of(cls, tool: FunctionTool) -> _BodyTimeout | None:
+        seconds = tool.timeout_seconds
+        if seconds is None or tool.timeout_behavior != "error_as_result":
+            return None
+        return cls(tool, seconds)
+
+    async def run(self, body: Awaitable[Any], ctx: ToolContext[Any]) -> Any:
+        """`body` within the timeout; on expiry what the SDK's timeout returns."""
+        task = asyncio.ensure_future(body)  # as the SDK does: the body's own task
+        try:
+            return await asyncio.wait_for(task, timeout=self.seconds)
+        except TimeoutError:
+            if task.done() and not task.cancelled():
+                return task.result()  # finished at the deadline (or raises its error)
+        tool = self.tool
+        answer = tool.timeout_error_function
+        if answer is None:
+            # the SDK's own message: marked so the SDK skips the output schema
+            setattr(ctx, _DEFAULT_FAILURE_HANDLED_ATTR, True)
+            return default_tool_timeout_error_message(
+                tool_name=tool.name, timeout_seconds=self.seconds
+            )
+        error = ToolTimeoutError(tool_name=tool.name, timeout_seconds=self.seconds)
+        value = answer(ctx, error)
+        return await value if inspect.isawaitable(value) else value
 
 
 def scheduled_tools(
