@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -99,45 +100,47 @@ async def test_a_finished_batch_is_freed_at_once_not_kept_by_its_ceiling() -> No
         gc.enable()
 
 
+class _Cuts:
+    """Records the calls `Ceilings` cuts; `fired` is set at the first cut."""
+
+    def __init__(self) -> None:
+        self.cut: list[int] = []
+        self.fired = anyio.Event()
+
+    def __call__(self, index: int) -> None:
+        self.cut.append(index)
+        self.fired.set()
+
+    def ceilings(self, running: Callable[[int], bool]) -> Ceilings:
+        alarm = native_alarm()
+        assert alarm is not None
+        return Ceilings(alarm, self, running)
+
+    async def first(self) -> list[int]:
+        """The calls cut when the first expiry fired."""
+        with anyio.fail_after(10):
+            await self.fired.wait()
+        return self.cut
+
+
 async def test_only_calls_still_running_are_cut() -> None:
-    cut: list[int] = []
-    running = {0, 2, 3}
-    fired = anyio.Event()
-    alarm = native_alarm()
-    assert alarm is not None
-
-    def on_cut(index: int) -> None:
-        cut.append(index)
-        fired.set()
-
-    ceilings = Ceilings(alarm, on_cut, running.__contains__)
+    cuts = _Cuts()
+    ceilings = cuts.ceilings({0, 2, 3}.__contains__)
     for index in range(3):
         ceilings.start(index, 0.01)  # 1 finished before its time came
     ceilings.start(3, 600)
-    with anyio.fail_after(10):
-        await fired.wait()
-    assert cut == [0, 2]
+    assert await cuts.first() == [0, 2]
     assert _live_entries() == 1  # index 3 waits; closing drops it
     ceilings.close()
     assert _live_entries() == 0
 
 
 async def test_an_earlier_ceiling_moves_the_timer_forward() -> None:
-    cut: list[int] = []
-    fired = anyio.Event()
-    alarm = native_alarm()
-    assert alarm is not None
-
-    def on_cut(index: int) -> None:
-        cut.append(index)
-        fired.set()
-
-    ceilings = Ceilings(alarm, on_cut, lambda index: True)
+    cuts = _Cuts()
+    ceilings = cuts.ceilings(lambda index: True)
     ceilings.start(0, 600)
     ceilings.start(1, 0.01)
-    with anyio.fail_after(10):
-        await fired.wait()
-    assert cut == [1]
+    assert await cuts.first() == [1]
     ceilings.close()
     assert _live_entries() == 0
 
