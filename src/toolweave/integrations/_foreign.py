@@ -190,8 +190,8 @@ class ForeignScheduler:
             tuple[weakref.ref[asyncio.AbstractEventLoop], Dispatcher] | None
         ) = None
 
-    def _spare_dispatcher(self) -> Dispatcher:
-        """A Dispatcher no other batch is using, on this event loop.
+    def _spare_dispatcher(self, loop: asyncio.AbstractEventLoop | None) -> Dispatcher:
+        """A Dispatcher no other batch is using, on `loop` (the running one).
 
         Without a shared `dispatcher` each batch has its own host cap, as if it
         had a Dispatcher of its own; one that finished a batch on this loop is
@@ -201,7 +201,6 @@ class ForeignScheduler:
         one would forget.
         """
         spare, self._spare = self._spare, None
-        loop = _running_loop()
         if spare is not None and loop is not None and spare[0]() is loop:
             return spare[1]
         return Dispatcher(self._config)
@@ -266,11 +265,11 @@ class ForeignScheduler:
                     tw_calls, registry, runner, interrupt=interrupt
                 )
             else:
-                dispatcher = self._spare_dispatcher()
+                loop = _running_loop()
+                dispatcher = self._spare_dispatcher(loop)
                 results = await dispatcher.dispatch(
                     tw_calls, registry, runner, interrupt=interrupt
                 )
-                loop = _running_loop()
                 if loop is not None:
                     self._spare = (weakref.ref(loop), dispatcher)
         finally:
