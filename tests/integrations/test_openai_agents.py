@@ -237,9 +237,11 @@ def _quick(kind: str, **timeouts: Any) -> FunctionTool:
 
         @function_tool(timeout=TIMEOUT, **timeouts)
         async def quick(name: str) -> str:
-            """Quick unless told to hang."""
+            """Quick unless told to hang (or to raise a TimeoutError of its own)."""
             if name == "hang":
                 await anyio.sleep_forever()
+            if name == "raise":
+                raise TimeoutError("the tool's own")
             return f"quick {name}"
 
         return quick
@@ -248,6 +250,8 @@ def _quick(kind: str, **timeouts: Any) -> FunctionTool:
         name = json.loads(input_json)["name"]
         if name == "hang":
             await anyio.sleep_forever()
+        if name == "raise":
+            raise TimeoutError("the tool's own")
         return f"quick {name}"
 
     return FunctionTool(
@@ -305,3 +309,26 @@ async def test_a_raising_timeout_keeps_the_sdk_clock() -> None:
     tools = scheduled_tools([hold, quick], {"quick": DECLARATIONS["read"]})
     with pytest.raises(ToolTimeoutError):
         await _run(model, tools)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["decorated", "hand-built"])
+async def test_a_tools_own_timeout_error_is_its_error_not_the_sdk_timeout(
+    kind: str,
+) -> None:
+    """A body that raises TimeoutError itself ends as it ends without toolweave."""
+
+    async def outcome(scheduled: bool) -> str:
+        model = _model(("quick", "raise"))
+        tools = [_quick(kind)]
+        if scheduled:
+            tools = scheduled_tools(tools, {"quick": DECLARATIONS["read"]})
+        try:
+            await _run(model, tools)
+        except Exception as exc:  # the SDK fails the run: compare how
+            return f"raised {type(exc).__name__}: {exc}"
+        return str(_answers(model))
+
+    bare = await outcome(scheduled=False)
+    assert "timed out" not in bare
+    assert await outcome(scheduled=True) == bare
