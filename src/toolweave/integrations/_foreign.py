@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar, final
@@ -27,8 +27,11 @@ from ..execution import (
     ToolRunner,
 )
 from ..execution._audit import AuditMode
+from ..execution._execute import failure_of
+from ..execution._output import empty_placeholder, utf8_safe
 from ..messages import ToolCall, ToolResult
 from ..scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
+from ..scheduling._calls import Runner
 from ..tools import SessionState, Tool, ToolContext, ToolRegistry
 from ._declaration import UNDECLARED, Declaration, Declarations
 
@@ -107,26 +110,36 @@ class _StandIn(Tool):
             raise ToolInputError(f"arguments of {self.name!r} must be an object")
         return dict(raw)
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+    def call(self, args: dict[str, Any], ctx: ToolContext) -> Coroutine[Any, Any, str]:
         """Run the framework's execution of this call; keep its value."""
-        batch = _CURRENT.get()
-        index = int(ctx.call.key[2:])  # `run` keys each call 0.<its index>
+        return _framework_text(_CURRENT.get(), ctx.call, args)
+
+
+async def _framework_text(
+    batch: _Batch, call: ToolCall, args: Mapping[str, Any]
+) -> str:
+    """The framework's execution of `call`: keeps its value, returns its text.
+
+    Raises ToolError when the value is the framework's own error answer, or
+    when the execution raised a passthrough exception (kept to re-raise).
+    """
+    index = int(call.key[2:])  # `run` keys each call 0.<its index>
+    try:
+        value = await batch.invoke(index, args)
+    except batch.passthrough as exc:
+        raise _held(batch, index, exc) from None
+    except Exception as exc:
+        if batch.recover is None:
+            raise
         try:
-            value = await batch.invoke(index, args)
-        except batch.passthrough as exc:
-            raise _held(batch, index, exc) from None
-        except Exception as exc:
-            if batch.recover is None:
-                raise
-            try:
-                value = batch.recover(index, exc)
-            except batch.passthrough as again:
-                raise _held(batch, index, again) from None
-        batch.values[index] = value
-        described = batch.describe(value)
-        if isinstance(described, Raised):
-            raise ToolError(described.text)
-        return described
+            value = batch.recover(index, exc)
+        except batch.passthrough as again:
+            raise _held(batch, index, again) from None
+    batch.values[index] = value
+    described = batch.describe(value)
+    if isinstance(described, Raised):
+        raise ToolError(described.text)
+    return described
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -135,6 +148,44 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def _plain_lifecycle(runner: Runner, registry: ToolRegistry, batch: _Batch) -> Runner:
+    """`runner`'s answers, in fewer steps, for calls no lifecycle stage can act on.
+
+    With no hooks, permission rules or mode, events, audit or timeout, the
+    `ToolRunner` would only copy the arguments, call the stand-in and word its
+    text; this does the same without a `ToolContext` or the checks of every
+    stage (a measurable share of a framework's cheap call). Used only when the
+    batch has a `recover` (the framework answered what it raised) and its
+    tools no timeout; a call whose arguments are not a dict goes to `runner`.
+    What still comes out of the call is worded by `failure_of`, as the runner
+    words it. tests/integrations/test_foreign_plain_lifecycle.py runs a table
+    of outcomes through both and finds them equal.
+    """
+
+    async def answer(call: ToolCall) -> ToolResult:
+        args = call.input
+        if type(args) is not dict:
+            return await runner(call)
+        try:
+            # the arguments as they are: the runner's copy was for its hooks
+            text = await _framework_text(batch, call, args)
+        except BaseException as exc:
+            tool = registry.get(call.name)
+            assert tool is not None  # every name of the batch has a stand-in
+            executed = failure_of(tool, exc)  # as the runner maps what a tool raised
+            if executed is None:
+                raise
+            if executed.error is not None:
+                return utf8_safe(ToolResult(call.id, executed.error, True))
+            text = str(executed.output)  # StopRun: its reason
+        result = ToolResult(
+            call.id, text if text.strip() else empty_placeholder(call.name)
+        )
+        return result if text.isascii() else utf8_safe(result)
+
+    return answer
 
 
 def _held(batch: _Batch, index: int, exc: BaseException) -> ToolError:
@@ -180,6 +231,16 @@ class ForeignScheduler:
             "config": _NO_TIMEOUT,
         }
         self._state = state or SessionState()
+        self._hooks = hooks
+        # no stage of the lifecycle could act: no rules, mode, events, audit
+        # or timeout (undeclared tools have none)
+        self._plain = (
+            not permissions
+            and mode is PermissionMode.DEFAULT
+            and on_event is None
+            and audit == "off"
+            and all(d.timeout is None for d in self._declarations.values())
+        )
         self._tools: dict[str, Tool] = {
             name: _StandIn(name, d) for name, d in self._declarations.items()
         }
@@ -229,7 +290,7 @@ class ForeignScheduler:
 
     async def run(
         self,
-        calls: Sequence[ForeignCall],
+        calls: Sequence[tuple[str, str, Mapping[str, Any]]],
         invoke: Callable[[int, Mapping[str, Any]], Awaitable[T]],
         describe: Callable[[T], str | Raised],
         *,
@@ -237,7 +298,9 @@ class ForeignScheduler:
         interrupt: InterruptToken | None = None,
         recover: Callable[[int, Exception], T] | None = None,
     ) -> list[Outcome[T]]:
-        """Run `calls`; `invoke(index, args)` is the framework's own execution of one.
+        """Run `calls` (`ForeignCall`s, or plain tuples of the same three fields).
+
+        `invoke(index, args)` is the framework's own execution of one.
 
         `describe(value)` gives the text of a value for toolweave's result (hooks
         and events see it), or `Raised` when the value is the framework's own
@@ -248,11 +311,18 @@ class ForeignScheduler:
         awaitable directly (one coroutine fewer per call). Checkpoint: always.
         Cancelling the caller cancels every call and re-raises.
         """
-        registry = self.registry_for({c.name for c in calls})
-        runner = self._runner_for(registry)
+        registry = self.registry_for({c[1] for c in calls})
         batch = _Batch(invoke, describe, passthrough, recover)
+        runner: Runner = self._runner_for(registry)
+        if (
+            recover is not None
+            and self._plain
+            and (self._hooks is None or not self._hooks.has_tool_hooks)
+        ):
+            runner = _plain_lifecycle(runner, registry, batch)
         tw_calls = [
-            ToolCall(c.id, c.name, c.args, key=f"0.{i}") for i, c in enumerate(calls)
+            ToolCall(id, name, args, key=f"0.{i}")
+            for i, (id, name, args) in enumerate(calls)
         ]
         token = _CURRENT.set(batch)
         try:

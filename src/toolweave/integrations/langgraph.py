@@ -51,7 +51,7 @@ from ..scheduling import InterruptToken
 from ..tools import run_in_worker_thread
 from ._blocking import run_blocking
 from ._declaration import Declaration, Declarations
-from ._foreign import ForeignCall, ForeignScheduler, Outcome, Raised
+from ._foreign import ForeignScheduler, Outcome, Raised
 
 __all__ = ["INTERRUPT_KEY", "Declaration", "ScheduledToolNode", "SplitBatchWarning"]
 
@@ -237,10 +237,9 @@ class ScheduledToolNode(ToolNode):
                 raise _Unanswerable(exc) from exc
             return _error_message(tool_calls[index], exc)
 
-        calls = [ForeignCall(c["id"] or "", c["name"], c["args"]) for c in tool_calls]
         try:
             outcomes = await self._scheduler.run(
-                calls,
+                [(c["id"] or "", c["name"], c["args"]) for c in tool_calls],
                 invoke,
                 _describe,
                 passthrough=self._passthrough,

@@ -293,6 +293,12 @@ class Batch:
             self._finished,
             self._dependents,
         )
+        blockers, prepared, queued, ready = (
+            self._blockers,
+            self._prepared,
+            self._queued,
+            self._ready,
+        )
         # Runs in the admitting task, so it need not wake it for what it queues.
         while index < len(plans) and (final or (eager and plans[index].parallel_ok)):
             self._planned = index + 1
@@ -305,10 +311,10 @@ class Batch:
                         dependents[dep] = [index]
                     else:
                         waiters.append(index)
-            self._blockers[index] = waiting
-            if not waiting and self._prepared[index] and not self._queued[index]:
-                self._queued[index] = True
-                heapq.heappush(self._ready, index)
+            blockers[index] = waiting
+            if not waiting and prepared[index] and not queued[index]:
+                queued[index] = True
+                heapq.heappush(ready, index)
             index += 1
 
     def _check_ready(self, index: int) -> None:

@@ -1,0 +1,216 @@
+"""The plain lifecycle: a batch no lifecycle stage can act on skips the ToolRunner, same answers.
+
+With no hooks, permission rules or mode, events, audit or timeout, and a
+`recover`, `ForeignScheduler` answers each call itself (`_plain_lifecycle`)
+instead of through the `ToolRunner`. Each case of the table below runs
+through both paths (an `on_event` listener, which changes no answer, forces
+the runner) and must give the same outcomes, in call order, and raise the
+same passthrough exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio.lowlevel
+import pytest
+
+from toolweave import StopRun
+from toolweave.events import Event
+from toolweave.execution import Hooks, PreToolUseDecision, PreToolUseInput, ToolRunner
+from toolweave.integrations._declaration import Declaration
+from toolweave.integrations._foreign import ForeignScheduler, Outcome, Raised
+from toolweave.messages import ToolCall, ToolResult
+from toolweave.tools import Concurrency
+
+pytestmark = pytest.mark.anyio
+
+
+class Bubble(Exception):
+    """A framework's control flow (a passthrough type)."""
+
+
+async def _work(how: str) -> str:
+    await anyio.lowlevel.checkpoint()
+    if how == "self-cancel":  # the tool's own CancelledError: nothing cancelled it
+        raise asyncio.CancelledError
+    if how == "bubble":
+        raise Bubble("interrupt")
+    if how.startswith("raise"):
+        raise ValueError(how)
+    return {
+        "blank": "  \n",
+        "empty": "",
+        "surrogate": "bad \udcff byte",
+        "accented": "héllo",
+        "error": "ERROR: handled",
+        "empty error": "ERROR:",
+    }.get(how, f"done {how}")
+
+
+def _invoke(index: int, args: Mapping[str, Any]) -> Awaitable[str]:
+    return _work(str(args["how"]))
+
+
+def _describe(value: str) -> str | Raised:
+    if value.startswith("ERROR:"):
+        return Raised(value.removeprefix("ERROR:"))
+    return value
+
+
+def _recover(index: int, exc: Exception) -> str:
+    if str(exc) == "raise in recover":
+        raise Bubble("from recover") from exc
+    if str(exc) == "raise a bug":
+        raise KeyError("recover has a bug") from exc
+    if str(exc) == "raise a stop":
+        raise StopRun("stop here") from exc
+    return f"ERROR: recovered {exc}"
+
+
+def _scheduler(**options: Any) -> ForeignScheduler:
+    return ForeignScheduler({"t": Declaration(concurrency=Concurrency.SAFE)}, **options)
+
+
+CASES = [
+    "ok",
+    "blank",
+    "empty",
+    "surrogate",
+    "accented",
+    "error",
+    "empty error",
+    "raise value",
+    "raise in recover",
+    "raise a bug",
+    "raise a stop",
+    "bubble",
+    "self-cancel",
+]
+
+
+async def _outcomes(
+    scheduler: ForeignScheduler,
+    hows: list[str],
+    args: Callable[[str], Mapping[str, Any]] = lambda how: {"how": how},
+) -> tuple[list[Outcome[str]] | None, BaseException | None]:
+    calls = [
+        (f"c{i}", "t" if h != "undeclared" else "u", args(h))
+        for i, h in enumerate(hows)
+    ]
+    try:
+        outcomes = await scheduler.run(
+            calls, _invoke, _describe, passthrough=(Bubble,), recover=_recover
+        )
+    except Bubble as exc:
+        return None, exc
+    return outcomes, None
+
+
+def _seen(events: list[Event]) -> Callable[[Event], None]:
+    return events.append
+
+
+@pytest.mark.parametrize("how", CASES)
+async def test_each_case_alone_answers_as_the_runner_does(how: str) -> None:
+    events: list[Event] = []
+    plain = await _outcomes(_scheduler(), [how, "ok"])
+    full = await _outcomes(_scheduler(on_event=_seen(events)), [how, "ok"])
+    assert events, "the listener forces the runner path"
+    assert _comparable(plain) == _comparable(full)
+
+
+async def test_the_whole_table_in_one_batch_answers_as_the_runner_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    through_runner: list[str] = []
+    run_call = ToolRunner.__call__
+
+    async def spy(self: ToolRunner, call: ToolCall) -> ToolResult:
+        through_runner.append(call.id)
+        return await run_call(self, call)
+
+    monkeypatch.setattr(ToolRunner, "__call__", spy)
+    hows = [h for h in CASES if h not in ("bubble", "raise in recover")]
+    plain, _ = await _outcomes(_scheduler(), hows)
+    assert through_runner == [], "the plain batch skips the runner"
+    full, _ = await _outcomes(_scheduler(on_event=lambda e: None), hows)
+    assert len(through_runner) == len(hows)
+    assert plain is not None
+    assert _comparable((plain, None)) == _comparable((full, None))
+    texts = [o.result.text for o in plain]
+    assert texts[hows.index("blank")] == "(t completed with no output)"
+    assert texts[hows.index("empty error")] == "ToolError"
+    assert "\udcff" not in texts[hows.index("surrogate")]
+    assert "raised by the tool itself" in texts[hows.index("self-cancel")]
+    assert texts[hows.index("raise a stop")] == "stop here"
+
+
+async def test_arguments_that_are_not_a_dict_go_through_the_runner() -> None:
+    # (the runner copies them into a dict; the plain path would hand them on as they are)
+    frozen = await _outcomes(
+        _scheduler(), ["ok", "error"], lambda how: types.MappingProxyType({"how": how})
+    )
+    full = await _outcomes(
+        _scheduler(on_event=lambda e: None),
+        ["ok", "error"],
+        lambda how: types.MappingProxyType({"how": how}),
+    )
+    assert _comparable(frozen) == _comparable(full)
+
+
+async def test_an_undeclared_tool_in_the_batch_answers_as_the_runner_does() -> None:
+    plain = await _outcomes(_scheduler(), ["ok", "undeclared", "ok"])
+    full = await _outcomes(
+        _scheduler(on_event=lambda e: None), ["ok", "undeclared", "ok"]
+    )
+    assert _comparable(plain) == _comparable(full)
+
+
+async def test_a_stage_that_can_act_is_never_skipped() -> None:
+    """A hook, a timeout or a permission mode keeps the runner: its stage acts."""
+
+    hooks = Hooks()
+
+    @hooks.pre_tool_use("t")
+    def deny(data: PreToolUseInput) -> PreToolUseDecision:
+        return PreToolUseDecision(permission="deny", reason="no")
+
+    [outcome] = (await _outcomes(_scheduler(hooks=hooks), ["ok"]))[0] or []
+    assert not outcome.ran
+    assert "no" in outcome.result.text
+
+    timed = ForeignScheduler(
+        {"t": Declaration(concurrency=Concurrency.SAFE, timeout=0.001)}
+    )
+    slow = await timed.run(
+        [("c0", "t", {"how": "ok"})],
+        lambda i, a: _sleep_forever(),
+        _describe,
+        recover=_recover,
+    )
+    assert slow[0].result.is_error
+    assert "timed out" in slow[0].result.text.lower()
+
+
+async def _sleep_forever() -> str:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+def _comparable(
+    run: tuple[list[Outcome[str]] | None, BaseException | None],
+) -> tuple[object, object]:
+    outcomes, raised = run
+    seen = (
+        None
+        if outcomes is None
+        else [
+            (o.value, o.ran, o.result.content, o.result.is_error, o.result.call_id)
+            for o in outcomes
+        ]
+    )
+    return seen, None if raised is None else (type(raised), str(raised))
