@@ -220,14 +220,26 @@ REFERENCES: dict[str, Callable[[Clock, bool], Run]] = {
 }
 
 
+async def _warmed(
+    make: Callable[[Clock, bool], Run], calls: int
+) -> tuple[list[tuple[str, str]], dict[bool, Run]]:
+    """N trivial read calls, and both variants run WARM_UP times on them.
+
+    The warm-up covers imports, schema building, caches and Python's
+    specialized bytecode.
+    """
+    specs = [("read", str(i)) for i in range(calls)]
+    runs = {flag: make(Clock(0.0), flag) for flag in (False, True)}
+    for _ in range(WARM_UP):
+        for run in runs.values():
+            await run(specs)
+    return specs, runs
+
+
 async def per_call_us(
     make: Callable[[Clock, bool], Run], calls: int, rounds: int
 ) -> dict[bool, list[float]]:
-    specs = [("read", str(i)) for i in range(calls)]
-    runs = {flag: make(Clock(0.0), flag) for flag in (False, True)}
-    for _ in range(WARM_UP):  # imports, schema building, caches, specialized bytecode
-        for run in runs.values():
-            await run(specs)
+    specs, runs = await _warmed(make, calls)
     samples: dict[bool, list[float]] = {False: [], True: []}
     for round_ in range(rounds):
         # each variant goes first every other round: what follows a run (its
@@ -252,11 +264,7 @@ async def bytecodes_per_call(
     cost there, its ratio in bytecodes is below its ratio in time (PydanticAI's
     is about half); LangGraph's two ratios agree.
     """
-    specs = [("read", str(i)) for i in range(calls)]
-    runs = {flag: make(Clock(0.0), flag) for flag in (False, True)}
-    for _ in range(WARM_UP):
-        for run in runs.values():
-            await run(specs)
+    specs, runs = await _warmed(make, calls)
     counted: dict[bool, float] = {}
     for flag, run in runs.items():
         count = 0
