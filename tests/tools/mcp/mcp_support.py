@@ -21,6 +21,7 @@ from toolweave.tools.mcp import MCPServerConfig
 
 BIN = Path(sys.executable).parent
 TEST_SERVER = Path(__file__).with_name("mcp_test_server.py")
+FAULTY_SERVER = Path(__file__).with_name("mcp_faulty_server.py")
 RENDEZVOUS_TIMEOUT = 30
 
 
@@ -62,6 +63,41 @@ def own_server_config(
         args=(str(TEST_SERVER), "stdio", *extra),
         **options,  # type: ignore[arg-type]
     )
+
+
+def faulty_config(
+    log: Path, *server_args: str, name: str = "f", **options: object
+) -> MCPServerConfig:
+    """The misbehaving raw JSON-RPC server over stdio; it logs each call it receives."""
+    return MCPServerConfig(
+        name=name,
+        command=sys.executable,
+        args=(str(FAULTY_SERVER), str(log), *server_args),
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def received(log: Path) -> list[tuple[int, str, str]]:
+    """The calls the faulty server received, as ``(pid, tool, text)`` in order."""
+    if not log.exists():
+        return []
+    rows = []
+    for line in log.read_text().splitlines():
+        if not line.startswith("child "):
+            pid, tool, text = line.split(" ", 2)
+            rows.append((int(pid), tool, text))
+    return rows
+
+
+def logged_children(log: Path) -> list[int]:
+    """Pids of the children `crash_keep_stdout` left behind."""
+    if not log.exists():
+        return []
+    return [
+        int(line.split()[1])
+        for line in log.read_text().splitlines()
+        if line.startswith("child ")
+    ]
 
 
 @asynccontextmanager
