@@ -36,8 +36,12 @@ _SHOWN_CHARS = 120
 class Outgoing:
     """One tool call's ``tools/call`` request, as the wire saw it leave.
 
-    Set `OUTGOING` to it around the session's ``call_tool``: the SDK writes the
-    request from the calling task, so the write is seen in that call's context.
+    Set `OUTGOING` to it around the session's ``call_tool``: the SDK (mcp 2.3)
+    writes the request from the calling task, so the write is seen in that
+    call's context. Should a later SDK write from a task of its own, `sent`
+    would stay False and a call would be told "did not run" after it was sent:
+    the crash rows of test_mcp_wire_faults.py (which expect "had been sent")
+    fail first.
     """
 
     request_id: mt.RequestId | None = None
