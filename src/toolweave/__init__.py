@@ -33,6 +33,7 @@ from ._exceptions import ToolInputError as ToolInputError
 from ._exceptions import ToolTimeoutError as ToolTimeoutError
 from ._exceptions import ToolweaveError as ToolweaveError
 from ._exceptions import UnexpectedModelCallError as UnexpectedModelCallError
+from ._exceptions import UnexpectedResponseError as UnexpectedResponseError
 from ._exceptions import UnknownToolError as UnknownToolError
 from ._exceptions import UsageError as UsageError
 from ._exceptions import WorkspaceEscapeError as WorkspaceEscapeError
@@ -112,6 +113,7 @@ __all__ = [
     "ToolTimeoutError",
     "ToolweaveError",
     "UnexpectedModelCallError",
+    "UnexpectedResponseError",
     "UnknownToolError",
     "Usage",
     "UsageError",

@@ -20,6 +20,8 @@ ToolweaveError
 │   ├── BadRequestError                400 and other 4xx the request itself caused
 │   ├── ModelConnectionError           transport failure, timeout, or a stream cut mid-way
 │   ├── ModelServerError               5xx other than overload
+│   ├── UnexpectedResponseError        the server answered with something that is not the API's
+│   │                                  response (an HTML page, plain text, JSON of another shape…)
 │   └── UnexpectedModelCallError       a ScriptedModel was called past the end of its script
 ├── ControlSignal                      raised by a tool on purpose to steer the loop
 │   ├── ModelRetry                     "tell the model this and let it try again"
@@ -60,6 +62,7 @@ __all__ = [
     "ToolTimeoutError",
     "ToolweaveError",
     "UnexpectedModelCallError",
+    "UnexpectedResponseError",
     "UnknownToolError",
     "UsageError",
     "WorkspaceEscapeError",
@@ -164,6 +167,39 @@ class ModelServerError(ModelError):
     """The provider failed on its side (HTTP 5xx other than overload)."""
 
     retryable = True
+
+
+class UnexpectedResponseError(ModelError):
+    """The server answered with something that is not the provider's API response.
+
+    An HTML page or plain text from a proxy, JSON of another shape, an empty
+    body, a whole response where an event stream was asked for: the message
+    names what came back and from which URL. Learned from nothing (a bad
+    answer is not a capability). Retryable only when the status was a 5xx (a
+    proxy's error page in front of a server that may come back); a 2xx answer
+    of the wrong kind is a configuration fault (``base_url`` points at the
+    wrong thing), which the same request would meet again.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        status: int,
+        content_type: str | None,
+        answered_whole: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        """The URL that answered."""
+        self.status = status
+        """Its HTTP status."""
+        self.content_type = content_type
+        """Its ``content-type`` header; None if it sent none."""
+        self.answered_whole = answered_whole
+        """A streamed request was answered with a whole API response (no streaming)."""
+        self.retryable = status >= 500
 
 
 class UnexpectedModelCallError(ModelError):

@@ -15,10 +15,14 @@ from ._anthropic_stream import AnthropicStreamMapper
 from ._base import ModelRequest
 from ._provider import EventMapper, ProviderModel
 from ._sdk_streams import SDKStream, replay_of
+from ._unexpected import WireShape, require_event_stream, whole_response
 from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
 __all__ = ["AnthropicModel"]
+
+MESSAGES_SHAPE = WireShape("an Anthropic message", "content")
+"""What every whole response of this API is (see `_unexpected`)."""
 
 
 @final
@@ -110,12 +114,19 @@ class AnthropicModel(ProviderModel):
             request, model=self._name, send_flag=send_flag, thinking=self._thinking
         )
         params = utf8_payload(params)
+        messages = self._sdk().messages
         if not stream:
             # An explicit timeout: the SDK refuses a whole request it guesses
             # might take over ten minutes unless the caller sets the deadline.
-            message = await self._sdk().messages.create(**params, timeout=self._timeout)
+            raw = await messages.with_raw_response.create(
+                **params, timeout=self._timeout
+            )
+            message = await whole_response(raw, MESSAGES_SHAPE)
             return replay_of(anthropic_replay, message, self._provider)
-        events: SDKStream = await self._sdk().messages.create(stream=True, **params)
+        events: anthropic.AsyncStream[Any] = await messages.create(
+            stream=True, **params
+        )
+        await require_event_stream(events.response, MESSAGES_SHAPE)
         return events
 
     def _new_mapper(self, request: ModelRequest) -> EventMapper:

@@ -22,6 +22,7 @@ from .._exceptions import (
     ModelServerError,
 )
 from ._errors import ErrorTable, classify_status, describe, parse_retry_after
+from ._unexpected import non_api_body
 
 __all__ = ["ANTHROPIC_ROOTS", "map_anthropic_error", "table_entry"]
 
@@ -102,7 +103,8 @@ def _from_status(exc: anthropic.APIStatusError) -> ModelError:
     kind = exc.type if isinstance(exc.type, str) else None
     # An error event inside a stream arrives with the stream's status, 200.
     where = "stream error" if exc.status_code < 400 else str(exc.status_code)
-    message = f"anthropic {where} {kind or 'error'}: {exc.api_message or exc}"
+    said = non_api_body(exc.response) if exc.status_code >= 400 else None
+    message = f"anthropic {where} {kind or 'error'}: {said or exc.api_message or exc}"
     if exc.error_code in _QUOTA_CODES:
         return AuthenticationError(message)
     return classify_status(

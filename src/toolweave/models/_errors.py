@@ -142,7 +142,9 @@ def names_parameter(error: BaseException, parameter: str) -> bool:
     return isinstance(error, BadRequestError) and parameter in str(error)
 
 
-_STREAMING_WORD = re.compile(r"stream", re.IGNORECASE)
+# "stream", "streaming", "stream_options", but not "upstream" (a proxy's
+# "upstream connect error" is about its backend, not about streaming).
+_STREAMING_WORD = re.compile(r"(?<![a-z])stream", re.IGNORECASE)
 
 
 def refuses_streaming(exc: BaseException, mapped: ModelError) -> bool:
@@ -156,12 +158,18 @@ def refuses_streaming(exc: BaseException, mapped: ModelError) -> bool:
     overload, auth failure or too-long prompt, which have their own remedies),
     and the server's own words (``message`` / ``body``, never our prefix) name
     streaming. Errors sent inside an already-open stream (status 200) are not
-    refusals: the stream was accepted.
+    refusals: the stream was accepted. Nor is an HTML page (a proxy's error
+    page is about the proxy). Still only a suspicion: the provider model learns
+    it only once the same request sent whole is answered.
     """
     if type(mapped) not in (BadRequestError, ModelServerError):
         return False
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int) or not 400 <= status < 600:
+        return False
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    media = headers.get("content-type", "") if headers is not None else ""
+    if "html" in str(media).lower():
         return False
     said = f"{getattr(exc, 'message', '')} {getattr(exc, 'body', '')}"
     return _STREAMING_WORD.search(said) is not None

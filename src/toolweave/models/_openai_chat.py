@@ -6,7 +6,7 @@ through `base_url`.
 
 from __future__ import annotations
 
-from typing import final
+from typing import Any, final
 
 import openai
 
@@ -19,10 +19,14 @@ from ._openai_chat_stream import ChatStreamMapper
 from ._openai_errors import map_openai_error
 from ._provider import EventMapper, ProviderModel
 from ._sdk_streams import SDKStream, replay_of
+from ._unexpected import WireShape, require_event_stream, whole_response
 from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
-__all__ = ["OpenAIChatModel", "build_openai_client"]
+__all__ = ["CHAT_SHAPE", "OpenAIChatModel", "build_openai_client"]
+
+CHAT_SHAPE = WireShape("an OpenAI chat completion", "choices")
+"""What every whole response of this API is (see `_unexpected`)."""
 
 
 def build_openai_client(
@@ -133,12 +137,15 @@ class OpenAIChatModel(ProviderModel):
             empty_content="" if self._provider == "openai-compatible" else None,
         )
         params = utf8_payload(params)
+        completions = self._sdk().chat.completions
         if not stream:
-            completion = await self._sdk().chat.completions.create(**params)
+            raw = await completions.with_raw_response.create(**params)
+            completion = await whole_response(raw, CHAT_SHAPE)
             return replay_of(chat_replay, completion, self._provider)
-        events: SDKStream = await self._sdk().chat.completions.create(
+        events: openai.AsyncStream[Any] = await completions.create(
             stream=True, **params
         )
+        await require_event_stream(events.response, CHAT_SHAPE)
         return events
 
     def _new_mapper(self, request: ModelRequest) -> EventMapper:

@@ -23,6 +23,7 @@ from .._exceptions import (
     ModelServerError,
 )
 from ._errors import ErrorTable, classify_status, describe, parse_retry_after
+from ._unexpected import non_api_body
 
 __all__ = ["OPENAI_ROOTS", "error_from_payload", "map_openai_error", "table_entry"]
 
@@ -84,9 +85,10 @@ def map_openai_error(exc: BaseException) -> ModelError | None:
     transport failures → `ModelConnectionError`.
     """
     if isinstance(exc, openai.APIStatusError):
+        said = non_api_body(exc.response) or exc.message  # a proxy's page, named
         return classify_status(
             exc.status_code,
-            f"openai {exc.status_code} {exc.code or exc.type or 'error'}: {exc.message}",
+            f"openai {exc.status_code} {exc.code or exc.type or 'error'}: {said}",
             kind=exc.code or exc.type,
             retry_after=parse_retry_after(exc.response.headers),
         )

@@ -17,10 +17,14 @@ from ._openai_responses_replay import responses_replay
 from ._openai_responses_stream import ResponsesStreamMapper
 from ._provider import EventMapper, ProviderModel
 from ._sdk_streams import SDKStream, replay_of
+from ._unexpected import WireShape, require_event_stream, whole_response
 from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
 __all__ = ["OpenAIResponsesModel"]
+
+RESPONSES_SHAPE = WireShape("an OpenAI Responses API response", "output")
+"""What every whole response of this API is (see `_unexpected`)."""
 
 
 @final
@@ -124,10 +128,13 @@ class OpenAIResponsesModel(ProviderModel):
             store=self._store,
         )
         params = utf8_payload(params)
+        responses = self._sdk().responses
         if not stream:
-            response = await self._sdk().responses.create(**params)
+            raw = await responses.with_raw_response.create(**params)
+            response = await whole_response(raw, RESPONSES_SHAPE)
             return replay_of(responses_replay, response, self._provider)
-        events: SDKStream = await self._sdk().responses.create(stream=True, **params)
+        events: openai.AsyncStream[Any] = await responses.create(stream=True, **params)
+        await require_event_stream(events.response, RESPONSES_SHAPE)
         return events
 
     def _new_mapper(self, request: ModelRequest) -> EventMapper:

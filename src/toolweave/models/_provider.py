@@ -20,15 +20,24 @@ repairs, whichever way the response came.
 
 How a server refuses to stream with tools varies. llama-cpp-python's server
 (0.3.x, ``chatml-function-calling``) streams a text answer but, when the model
-picks a tool, sends HTTP 200 and ends the event stream before its first event;
-other servers answer an HTTP 4xx/5xx naming streaming. Both count, and only
-while streaming with tools is unproven: once a streamed request has delivered
-a tool call, a later failure is an ordinary error (retried by the gateway).
+picks a tool, sends HTTP 200 ``text/event-stream`` and ends the stream before
+its first event; other servers answer an HTTP 4xx/5xx error object naming
+streaming, or answer the streamed request whole. Each is only a *suspected*
+refusal, and only while streaming with tools is unproven (once a streamed
+request has delivered a tool call, a later failure is an ordinary error,
+retried by the gateway): the same request is sent whole, and the refusal is
+learned (and warned about, once) only if that whole request is answered.
+Anything else is raised as what it is and teaches nothing: an HTML page, plain
+text or JSON of another shape is an `UnexpectedResponseError` naming the URL
+(`_unexpected`), a proxy's error page is classified by its status, and a word
+like "upstream" in an error is not "stream". One bad answer is not a
+capability.
 """
 
 from __future__ import annotations
 
 import abc
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, Protocol
 
@@ -39,6 +48,7 @@ from .._exceptions import (
     ModelError,
     ModelServerError,
     ToolweaveError,
+    UnexpectedResponseError,
 )
 from ..messages import StopReason
 from ._base import Model, ModelRequest, StreamChunk, StreamEnd, ToolUseReady
@@ -50,7 +60,7 @@ from ._capabilities import (
     parallel_flag_supported,
 )
 from ._errors import names_parameter, refuses_streaming
-from ._sdk_streams import MALFORMED, SDKStream, peek
+from ._sdk_streams import MALFORMED, SDKStream, peek, stream_url
 from ._warnings import WarningHandler, deliver_warning
 
 __all__ = ["EventMapper", "ProviderModel"]
@@ -172,19 +182,19 @@ class ProviderModel(Model):
                 try:
                     chunks = mapper.feed(event)
                 except MALFORMED as exc:
-                    raise self._malformed(exc, event) from exc
+                    raise self._malformed(exc, event, events) from exc
                 for chunk in chunks:
                     called = called or isinstance(chunk, ToolUseReady)
                     yield chunk
             try:
                 ending = mapper.finish()
             except MALFORMED as exc:
-                raise self._malformed(exc, None) from exc
+                raise self._malformed(exc, None, events) from exc
             for chunk in ending:
                 called = called or isinstance(chunk, ToolUseReady)
                 yield _tool_use_if_called(chunk, called)
         except Exception as exc:
-            mapped = self._map_stream_error(exc)
+            mapped = self._map_stream_error(exc, events)
             if mapped is None:
                 raise
             raise mapped from exc
@@ -196,28 +206,53 @@ class ProviderModel(Model):
         if probing and called:
             self._learned.streaming_with_tools = True  # it streamed a tool call
 
-    def _map_stream_error(self, exc: Exception) -> ModelError | None:
+    def _map_stream_error(
+        self, exc: Exception, events: SDKStream | None
+    ) -> ModelError | None:
         """`_map_error`, and a `ValueError` decoding the stream's data as malformed data.
 
         While a stream is read, a `ValueError` that is not ours comes from the
-        SDK decoding the provider's data (an integer past Python's 4300-digit
-        limit is one the SDKs do not catch).
+        SDK decoding the provider's data (an event that is not JSON, or an
+        integer past Python's 4300-digit limit, which the SDKs do not catch).
+        Malformed data is a `ModelServerError` (retryable) naming the URL.
         """
-        mapped = self._map_error(exc)
+        mapped = self._map_read_error(exc, events)
         if mapped is None and _undecodable(exc):
             mapped = ModelServerError(
-                f"the provider sent stream data that cannot be decoded: {exc}"[:500]
+                f"{self._source(events)} sent stream data that cannot be decoded:"
+                f" {exc}"[:500]
             )
         return mapped
 
-    def _malformed(self, exc: Exception, event: object) -> ModelServerError:
+    def _map_read_error(
+        self, exc: Exception, events: SDKStream | None
+    ) -> ModelError | None:
+        """`_map_error`, with an event that is not JSON named with the stream's URL."""
+        if isinstance(exc, json.JSONDecodeError):
+            began = " ".join(exc.doc[:120].split())
+            return ModelServerError(
+                f"{self._source(events)} sent a stream event that is not JSON"
+                f" ({exc.msg}); it began: {began!r}"
+            )
+        return self._map_error(exc)
+
+    def _malformed(
+        self, exc: Exception, event: object, events: SDKStream
+    ) -> ModelServerError:
         """The error for an event (None: the stream's end) the mapper could not read."""
         kind = getattr(event, "type", None) if event is not None else "end of stream"
         where = f"event {kind!r}" if isinstance(kind, str) else "event"
         return ModelServerError(
-            f"the {self._provider} provider sent a malformed stream {where}: "
+            f"{self._source(events)} sent a malformed stream {where}: "
             f"{type(exc).__name__}: {exc}"[:500]
         )
+
+    def _source(self, events: SDKStream | None) -> str:
+        """Who sent a stream, for messages: the URL when known, else the provider."""
+        url = None if events is None else stream_url(events)
+        if url is None:
+            return f"the {self._provider} provider"
+        return f"the {self._provider} provider at {url}"
 
     async def _open_adapting(self, request: ModelRequest) -> tuple[SDKStream, bool]:
         """Open the request, adapting once to each refusal the server can make.
@@ -236,51 +271,54 @@ class ProviderModel(Model):
         """
         with_tools = bool(request.tools)
         stale_connection = False
+        suspected: str | None = None  # how the server seemed to refuse streaming
         while True:
+            events: SDKStream | None = None
             send_flag = with_tools and self.sends_parallel_flag
-            streamed = self._streams(with_tools=with_tools)
+            streamed = suspected is None and self._streams(with_tools=with_tools)
             probing = (
                 streamed and with_tools and self._learned.streaming_with_tools is None
             )
             try:
                 events = await self._open(request, send_flag=send_flag, stream=streamed)
+                if suspected is not None:  # answered whole: the refusal is confirmed
+                    self._refused_streaming(suspected)
                 if not probing:
                     return events, False
                 peeked = await peek(events)
             except Exception as exc:
-                mapped = self._map_error(exc)
+                mapped = (
+                    exc
+                    if isinstance(exc, ModelError)
+                    else self._map_read_error(exc, events)
+                )
                 if mapped is None:
                     raise
                 if stale_connection and isinstance(mapped, ModelConnectionError):
                     stale_connection = False  # see below; once only
                     continue
-                if not self._learn(exc, mapped, send_flag, probing):
-                    raise mapped from exc
-                continue
+                if send_flag and names_parameter(mapped, self._flag_name):
+                    self._flag_rejected()
+                    continue
+                if probing and _seems_to_refuse_streaming(exc, mapped):
+                    suspected = f"it answered {mapped}"
+                    continue
+                raise mapped from exc
             if peeked is not None:
                 return peeked, True
-            self._refused_streaming("it ended the stream before sending anything")
+            suspected = "it ended the stream before sending anything"
             # A server that gives up after the headers closes the connection
             # right after; the client may already have pooled it. The whole
             # request sent next may meet that dead connection: it gets one
             # more try on a fresh one.
             stale_connection = True
 
-    def _learn(
-        self, exc: Exception, mapped: ModelError, send_flag: bool, probing: bool
-    ) -> bool:
-        """Record what `exc` refused, if it is a refusal we can adapt to; True if so."""
-        if send_flag and names_parameter(mapped, self._flag_name):
-            self._learned.parallel_flag_rejected = True
-            self._warn(
-                f"{self._name}: the provider rejected {self._flag_name!r}; "
-                "retrying once without it, and never sending it to this model again"
-            )
-            return True
-        if probing and refuses_streaming(exc, mapped):
-            self._refused_streaming(f"it answered {mapped}")
-            return True
-        return False
+    def _flag_rejected(self) -> None:
+        self._learned.parallel_flag_rejected = True
+        self._warn(
+            f"{self._name}: the provider rejected {self._flag_name!r}; "
+            "retrying once without it, and never sending it to this model again"
+        )
 
     def _refused_streaming(self, how: str) -> None:
         self._learned.streaming_with_tools = False
@@ -292,6 +330,18 @@ class ProviderModel(Model):
 
     def _warn(self, message: str) -> None:
         deliver_warning(message, self._on_warning)
+
+
+def _seems_to_refuse_streaming(exc: Exception, mapped: ModelError) -> bool:
+    """Whether a streamed request with tools failed the way a refusal to stream does.
+
+    An error object naming streaming (`refuses_streaming`), or a whole API
+    response where an event stream was asked for. Only a suspicion: the
+    caller sends the request whole and learns only if that is answered.
+    """
+    if isinstance(mapped, UnexpectedResponseError):
+        return mapped.answered_whole
+    return refuses_streaming(exc, mapped)
 
 
 def _undecodable(exc: Exception) -> bool:

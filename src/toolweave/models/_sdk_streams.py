@@ -26,6 +26,7 @@ __all__ = [
     "SDKStream",
     "peek",
     "replay_of",
+    "stream_url",
 ]
 
 MALFORMED = (AttributeError, TypeError, KeyError, IndexError, ValueError)
@@ -78,6 +79,13 @@ def replay_of(
         ) from exc
 
 
+def stream_url(stream: object) -> str | None:
+    """The URL a live SDK stream reads from (its public ``response``); None for a replay."""
+    response = getattr(stream, "response", None)
+    url = getattr(response, "url", None)
+    return None if url is None else str(url)
+
+
 @final
 class PeekedStream:
     """A live stream whose first event was read ahead; iterating yields it first."""
@@ -88,6 +96,11 @@ class PeekedStream:
         self._stream = stream
         self._iterator = iterator
         self._first = first
+
+    @property
+    def response(self) -> object:
+        """The underlying SDK stream's HTTP response (for `stream_url`)."""
+        return getattr(self._stream, "response", None)
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._events()

@@ -50,11 +50,23 @@ class SseReply:
 
 
 @dataclass(frozen=True)
+class RawReply:
+    """Any body with any status and content type (a proxy's page, a bare list …).
+
+    `content_type` None sends no content-type header at all.
+    """
+
+    status: int
+    body: bytes
+    content_type: str | None = "text/html"
+
+
+@dataclass(frozen=True)
 class Hangup:
     """Close the connection without a response, as a server whose socket died does."""
 
 
-Reply = JsonReply | SseReply | Hangup
+Reply = JsonReply | SseReply | RawReply | Hangup
 
 
 def fixture(provider: str, name: str, **substitutions: object) -> SseReply:
@@ -150,6 +162,8 @@ class LoopbackServer:
             _send_json(handler, reply)
         elif isinstance(reply, Hangup):
             _cut(handler)
+        elif isinstance(reply, RawReply):
+            _send_raw(handler, reply)
         else:
             _send_sse(handler, reply)
 
@@ -170,6 +184,16 @@ def _send_json(handler: http.server.BaseHTTPRequestHandler, reply: JsonReply) ->
         handler.send_header(key, value)
     handler.end_headers()
     handler.wfile.write(data)
+    handler.wfile.flush()
+
+
+def _send_raw(handler: http.server.BaseHTTPRequestHandler, reply: RawReply) -> None:
+    handler.send_response(reply.status)
+    if reply.content_type is not None:
+        handler.send_header("content-type", reply.content_type)
+    handler.send_header("content-length", str(len(reply.body)))
+    handler.end_headers()
+    handler.wfile.write(reply.body)
     handler.wfile.flush()
 
 

@@ -24,7 +24,7 @@ from models_loopback import JsonReply, LoopbackServer, SseReply
 from models_sdk_cases import ANTHROPIC, CASES, OPENAI_CHAT, OPENAI_RESPONSES, Case
 
 import toolweave as tw
-from toolweave import ModelError, ModelServerError
+from toolweave import ModelError, ModelServerError, UnexpectedResponseError
 from toolweave.messages import Message, Text, Thinking, ToolCall, ToolResult
 from toolweave.models import ModelRequest, RetryPolicy, ToolDefinition
 from toolweave.models._tokens import MAX_TOKENS
@@ -445,30 +445,50 @@ async def test_a_stream_that_breaks_the_protocol_is_retried(
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "said"),
     [
-        pytest.param("just a string", id="a-string"),
-        pytest.param([1, 2], id="a-list"),
-        pytest.param({"content": None, "output": None}, id="fields-null"),
+        pytest.param("just a string", "a JSON string", id="a-string"),
+        pytest.param([1, 2], "a JSON list", id="a-list"),
+        pytest.param(
+            {"content": None, "output": None}, "a JSON object without", id="fields-null"
+        ),
     ],
 )
-async def test_a_whole_response_that_cannot_be_read_is_a_server_error(
-    case: Case, server: LoopbackServer, body: Any
+async def test_a_whole_body_that_is_not_a_response_is_named_not_retried(
+    case: Case, server: LoopbackServer, body: Any, said: str
 ) -> None:
-    """Not streamed: the SDK hands the body on unvalidated; reading it fails closed.
+    """Not streamed: a body that is not the API's answer is named, with its URL.
 
-    A retryable `ModelError`, never an internal error: "malformed response"
-    where the body is unreadable; a Chat body with no choices reads as a
-    response that never finished.
+    The SDK hands such a body on unvalidated; it is no response at all, so the
+    same request would get it again: not retryable (issue 24, item 7).
     """
     server.script(JsonReply(200, body))
+    async with case.open(server, stream=False) as model:
+        with pytest.raises(UnexpectedResponseError) as caught:
+            await model.complete(ModelRequest([Message("user", "go")]))
+    error = caught.value
+    assert not error.retryable
+    assert said in str(error)
+    assert f"{server.url}{case.path}" in str(error) and error.status == 200
+
+
+BROKEN_INSIDE = {
+    "anthropic": {"type": "message", "content": [7]},
+    "openai_chat": {"choices": [{"index": 0, "message": None}]},
+    "openai_responses": {"output": [{"type": "message", "content": None}]},
+}
+
+
+async def test_a_response_broken_inside_is_a_retryable_server_error(
+    case: Case, server: LoopbackServer
+) -> None:
+    """The API's shape, broken inside: a malformed response, retryable as before."""
+    server.script(JsonReply(200, BROKEN_INSIDE[case.id]))
     async with case.open(server, stream=False) as model:
         with pytest.raises(ModelError) as caught:
             await model.complete(ModelRequest([Message("user", "go")]))
     assert caught.value.retryable
-    assert "malformed response" in str(caught.value) or (
-        case is OPENAI_CHAT and "without a finish_reason" in str(caught.value)
-    )
+    assert not isinstance(caught.value, UnexpectedResponseError)
 
 
 @pytest.mark.timeout(60)
