@@ -214,29 +214,64 @@ async def test_hung_hooks_of_block_calls_end_at_the_hook_timeout(
 ) -> None:
     """A BLOCK call runs to its end, hooks included, but no hook runs past its timeout.
 
-    Nobody releases the hooks: the wall clock interrupts the run, the BLOCK
-    calls wait for their hooks, and the hook timeout ends them.
+    Nobody releases the hooks: the user interrupts the run, the BLOCK calls
+    wait for their hooks, and the hook timeout ends them.
     """
     virtual = isinstance(anyio_backend, tuple)
     room = Room(expected=4)
     store, recorder = _store(tmp_path)
     events: list[Event] = []
-    agent = _setup(
-        room,
-        hook_timeout=60.0 if virtual else 0.5,
-        max_wall_clock=5.0 if virtual else 0.2,
-    )
+    agent = _setup(room, hook_timeout=60.0 if virtual else 0.5)
     with anyio.fail_after(600 if virtual else 30):
         async with consumed(agent, events, recorder) as run:
             await room.all_in.wait()
+            run.interrupt()
     result = run.result
     assert result is not None
-    assert result.completion_reason is CompletionReason.BUDGET_EXCEEDED
+    assert result.completion_reason is CompletionReason.INTERRUPTED
     answers = _check_every_call_answered(result.messages[2].tool_results, events, store)
     store.close()
     assert answers["a"].content == "a done"
     # BLOCK calls: their hooks timed out, which fails the call (the tool never
     # ran after a PreToolUse timeout; it ran before a PostToolUse one)
     assert "TimeoutError" in answers["pb"].text and "TimeoutError" in answers["qb"].text
+    assert sorted(room.ran) == ["a", "qb", "qc"]
+    assert sorted(room.applied) == sorted(room.ran)
+
+
+async def test_the_wall_clock_bounds_block_calls_held_in_their_hooks(
+    tmp_path: Path, anyio_backend: object
+) -> None:
+    """The budget is a bound, not an interrupt (issue 24, item 9): BLOCK calls too.
+
+    Nobody releases the hooks, whose own timeout is far away. At the deadline
+    the calls held before their tool are answered "not run" (it never
+    started); those held after it, within the bounded grace, "finished,
+    output withheld", their context change kept.
+    """
+    virtual = isinstance(anyio_backend, tuple)
+    room = Room(expected=4)
+    store, recorder = _store(tmp_path)
+    events: list[Event] = []
+    agent = _setup(room, hook_timeout=600.0, max_wall_clock=5.0 if virtual else 0.2)
+    start = anyio.current_time()
+    with anyio.fail_after(60):
+        async with consumed(agent, events, recorder) as run:
+            await room.all_in.wait()
+    result = run.result
+    assert result is not None
+    assert result.completion_reason is CompletionReason.BUDGET_EXCEEDED
+    if virtual:  # the deadline, then the runner's grace for steps after a tool
+        assert anyio.current_time() - start == pytest.approx(5.0 + 2.0)
+    answers = _check_every_call_answered(result.messages[2].tool_results, events, store)
+    store.close()
+    assert answers["a"].content == "a done"
+    for key in ("pc", "pb"):
+        assert answers[key].synthetic and "never started" in answers[key].text
+        assert "wall-clock budget" in answers[key].text
+    for key in ("qc", "qb"):
+        assert (
+            "finished" in answers[key].text and f"{key} done" not in answers[key].text
+        )
     assert sorted(room.ran) == ["a", "qb", "qc"]
     assert sorted(room.applied) == sorted(room.ran)

@@ -34,6 +34,7 @@ from ._persist import make_preview as make_preview
 from ._rules import PermissionRule as PermissionRule
 from ._rules import PermissionRules as PermissionRules
 from ._rules import RuleVerdict as RuleVerdict
+from ._run_deadline import RunDeadline as RunDeadline
 from ._run_start import RunStartDecision as RunStartDecision
 from ._run_start import RunStartHook as RunStartHook
 from ._run_start import RunStartInput as RunStartInput
@@ -65,6 +66,7 @@ __all__ = [
     "PreToolUseHook",
     "PreToolUseInput",
     "RuleVerdict",
+    "RunDeadline",
     "RunStartDecision",
     "RunStartHook",
     "RunStartInput",

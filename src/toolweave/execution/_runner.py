@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NoReturn, final
 
 import anyio
@@ -44,6 +44,7 @@ from ._output import (
 )
 from ._persist import ReplacementLedger
 from ._rules import PermissionRules
+from ._run_deadline import RunDeadline
 from ._scope import rewrite_scope_error
 from ._signals import BatchSignals, CallFailed, SignalCollector
 
@@ -127,6 +128,10 @@ class ToolRunner:
     stops the operation and fails the call; see `toolweave.execution`'s
     audit notes); ``"off"`` (the default) installs nothing.
 
+    `deadline` bounds every call (the agent loop passes its wall-clock
+    budget): a call not started by then is answered "not run", a tool still
+    running then is cut as at its timeout, BLOCK or not (see `RunDeadline`).
+
     Concurrency: calls of a batch may be awaited concurrently on one event loop;
     their hooks then run concurrently too. The runner is bound to the event loop
     it is used on and is not thread-safe.
@@ -144,8 +149,10 @@ class ToolRunner:
         ask: AskHandler | None = None,
         on_event: Callable[[Event], None] | None = None,
         audit: AuditMode = "off",
+        deadline: RunDeadline | None = None,
     ) -> None:
         self._registry = registry
+        self._deadline = deadline
         self._state = state
         self._config = config
         self._hooks = hooks
@@ -249,8 +256,14 @@ class ToolRunner:
         """
         self._calls += 1
         reporter: ProgressReporter | None = None
+        deadline = self._deadline
         try:
             try:
+                if (
+                    deadline is not None
+                    and deadline.remaining(anyio.current_time()) <= 0
+                ):
+                    raise _Answered(deadline.not_run(call))
                 tool = self._registry.get(call.name)
                 if tool is None:
                     self._unknown(call)
@@ -267,25 +280,35 @@ class ToolRunner:
                         call.id, self._progress_sink, key=call.key
                     )
                     ctx = ToolContext(call, self._state, progress=reporter)
-                if type(tool).validate_input is not Tool.validate_input:
-                    await self._validate(tool, args, ctx)
                 hooks = (
                     self._hooks
                     if self._hooks is not None and self._hooks.has_tool_hooks
                     else None
                 )
-                verdict: HookVerdict | None = None
-                if hooks is not None and (
-                    pre := hooks.pre_hooks_for((tool.name, *tool.aliases))
+                pre = hooks.pre_hooks_for((tool.name, *tool.aliases)) if hooks else ()
+                if (
+                    pre
+                    or type(tool).validate_input is not Tool.validate_input
+                    or not self._gate.allows_at_once(tool, None)
                 ):
-                    args, verdict = await self._pre_hooks(pre, tool, call, args, ctx)
-                if not self._gate.allows_at_once(tool, verdict):
-                    await self._gate.authorize(tool, call, args, ctx, verdict)
+                    args = await (
+                        self._admit(tool, call, args, ctx, pre)
+                        if deadline is None
+                        else self._admit_by(deadline, tool, call, args, ctx, pre)
+                    )
                 timeout = (
                     tool.timeout
                     if tool.timeout is not None
                     else self._config.default_timeout
                 )
+                bound_from: float | None = None  # set when the deadline bounds the tool
+                if deadline is not None:
+                    now = anyio.current_time()
+                    left = deadline.remaining(now)
+                    if left <= 0:
+                        raise _Answered(deadline.not_run(call))
+                    if timeout is None or left < timeout:
+                        timeout, bound_from = left, now
                 if self._on_event is not None:
                     emit_safely(self._on_event, ToolRunning(call.id, key=call.key))
                 executed: Executed | None
@@ -312,11 +335,25 @@ class ToolRunner:
                             executed = returned(output)
                 else:
                     executed = await self._executed(tool, call, args, ctx, timeout)
+                    if bound_from is not None and executed.timed_out:
+                        assert deadline is not None
+                        executed = replace(
+                            executed,
+                            error=deadline.cut(
+                                tool.name,
+                                anyio.current_time() - bound_from,
+                                thread_left=executed.thread_left,
+                            ),
+                        )
                 if executed is None:
                     if tool.max_result_chars is not None:
                         result = await self._persisted(tool, call, result)
-                else:
+                elif deadline is None:
                     result = await self._settle(tool, call, args, executed, hooks)
+                else:
+                    result = await self._settle_by(
+                        deadline, tool, call, args, executed, hooks
+                    )
             finally:
                 if reporter is not None:
                     reporter.close()
@@ -377,6 +414,66 @@ class ToolRunner:
         if hooks is None and executed.stop is None:  # _succeeded has nothing to add
             return await self._to_result(tool, call, executed.output, executed.modifier)
         return await self._succeeded(tool, call, args, executed, hooks)
+
+    async def _admit(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        ctx: ToolContext,
+        pre: tuple[PreToolUseHook, ...],
+    ) -> dict[str, object]:
+        """Validation, PreToolUse hooks, permission: the input the call may run with.
+
+        Raises `CallFailed` or `_Answered` when a stage refuses the call.
+        """
+        if type(tool).validate_input is not Tool.validate_input:
+            await self._validate(tool, args, ctx)
+        verdict: HookVerdict | None = None
+        if pre:
+            args, verdict = await self._pre_hooks(pre, tool, call, args, ctx)
+        if not self._gate.allows_at_once(tool, verdict):
+            await self._gate.authorize(tool, call, args, ctx, verdict)
+        return args
+
+    async def _admit_by(
+        self,
+        deadline: RunDeadline,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        ctx: ToolContext,
+        pre: tuple[PreToolUseHook, ...],
+    ) -> dict[str, object]:
+        """`_admit`, cut at `deadline`: a call cut before it started is answered "not run"."""
+        with anyio.CancelScope(deadline=deadline.at) as scope:
+            try:
+                return await self._admit(tool, call, args, ctx, pre)
+            except _Answered:  # a stage's own answer to the cut: say why it came
+                if not scope.cancel_called:
+                    raise
+        raise _Answered(deadline.not_run(call))
+
+    async def _settle_by(
+        self,
+        deadline: RunDeadline,
+        tool: Tool,
+        call: ToolCall,
+        args: dict[str, object],
+        executed: Executed,
+        hooks: Hooks | None,
+    ) -> ToolResult:
+        """`_settle` within the deadline's grace: the tool ran, so whatever is cut says so."""
+        with anyio.CancelScope(deadline=deadline.at + deadline.grace) as scope:
+            return await self._settle(tool, call, args, executed, hooks)
+        assert scope.cancelled_caught
+        if executed.error is not None:
+            text = executed.error
+        else:  # fail closed, as an interrupt in PostToolUse hooks does
+            text = _POST_HOOKS_CUT.format(tool=tool.name)
+        return ToolResult(
+            call.id, text, is_error=True, context_modifier=executed.modifier
+        )
 
     # -- stages ----------------------------------------------------------------
 

@@ -112,7 +112,7 @@ class RunLoop:
         self.costs = CostTracker(setup.prices)
         self.budget = setup.budget()
         self.stall = StalledIterationGuard(cfg.stall_limit)
-        self.runner = setup.runner(emit)
+        self.runner = setup.runner(emit, self.budget)
         limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(
             dispatcher=dispatcher,

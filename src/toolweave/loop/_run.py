@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from ..scheduling import Dispatcher
     from ._loop import RunLoop
 
-__all__ = ["AgentRun"]
+__all__ = ["BUDGET_GRACE", "AgentRun"]
+
+BUDGET_GRACE = 5.0
+"""Seconds past the wall-clock deadline before what still holds the run is interrupted."""
 
 
 @final
@@ -120,6 +123,15 @@ class AgentRun:
                     await dispatcher.aclose()
 
     async def _drive_with_deadline(self) -> None:
+        """Drive the loop; at the wall-clock deadline, end it (a bound, not an interrupt).
+
+        At the deadline the run expires: a model call in flight is abandoned
+        and the run ends BUDGET_EXCEEDED at its next step, while the runner's
+        own deadline cuts running tool calls as at a timeout and answers the
+        rest "not run" (issue 24, item 9). Whatever still holds the run
+        `BUDGET_GRACE` seconds later (a readiness wait, hooks past their
+        grace) is interrupted as a user interrupt would.
+        """
         loop = self._loop
         deadline = loop.budget.deadline
         if deadline is None:
@@ -128,11 +140,11 @@ class AgentRun:
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
+                detail = f"wall-clock budget of {loop.cfg.max_wall_clock:g} s spent"
                 await anyio.sleep_until(deadline)
-                loop.control.stop(
-                    CompletionReason.BUDGET_EXCEEDED,
-                    f"wall-clock budget of {loop.cfg.max_wall_clock:g} s spent",
-                )
+                loop.control.expire(CompletionReason.BUDGET_EXCEEDED, detail)
+                await anyio.sleep_until(deadline + BUDGET_GRACE)
+                loop.control.stop(CompletionReason.BUDGET_EXCEEDED, detail)
 
             tg.start_soon(watch)
             await self._drive_capturing_fatal()

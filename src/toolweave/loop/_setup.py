@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..execution import ToolRunner
+from ..execution import RunDeadline, ToolRunner
 from ._budget import BudgetTracker
 
 if TYPE_CHECKING:
@@ -47,9 +47,20 @@ class RunSetup:
     state: SessionState
     """Session state shared by the agent's runs."""
 
-    def runner(self, emit: Callable[[Event], None]) -> ToolRunner:
-        """A fresh lifecycle runner for one run (its signals and ledger are per run)."""
+    def runner(
+        self,
+        emit: Callable[[Event], None],
+        budget: BudgetTracker | None = None,
+    ) -> ToolRunner:
+        """A fresh lifecycle runner for one run (its signals and ledger are per run).
+
+        `budget`'s wall clock, if any, bounds every call (`RunDeadline`).
+        """
         cfg = self.config
+        deadline = None
+        if budget is not None and budget.deadline is not None:
+            what = f"the run's wall-clock budget (max_wall_clock={budget.max_wall_clock:g} s)"
+            deadline = RunDeadline(budget.deadline, what)
         return ToolRunner(
             self.registry,
             state=self.state,
@@ -60,6 +71,7 @@ class RunSetup:
             ask=cfg.ask,
             on_event=emit,
             audit=cfg.audit,
+            deadline=deadline,
         )
 
     def budget(self) -> BudgetTracker:
