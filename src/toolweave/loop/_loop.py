@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, assert_never, final
 
 import anyio
@@ -66,6 +67,7 @@ from ._tool_batch import (
 )
 from ._tracing import NULL_SPAN, Span, make_tracer
 from ._transcript import TRUNCATION_MARKER
+from ._transcript_view import TranscriptResults
 
 if TYPE_CHECKING:
     from ..scheduling import Dispatcher
@@ -112,7 +114,12 @@ class RunLoop:
         self.costs = CostTracker(setup.prices)
         self.budget = setup.budget()
         self.stall = StalledIterationGuard(cfg.stall_limit)
-        self.runner = setup.runner(emit, self.budget)
+        # The agent's session state with this run's transcript: runs share
+        # what is known of the files on disk, not what their model has seen.
+        self.state = replace(
+            setup.state, transcript=TranscriptResults(self.conversation)
+        )
+        self.runner = setup.runner(emit, self.budget, self.state)
         limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(
             dispatcher=dispatcher,

@@ -51,10 +51,12 @@ class RunSetup:
         self,
         emit: Callable[[Event], None],
         budget: BudgetTracker | None = None,
+        state: SessionState | None = None,
     ) -> ToolRunner:
         """A fresh lifecycle runner for one run (its signals and ledger are per run).
 
         `budget`'s wall clock, if any, bounds every call (`RunDeadline`).
+        `state` is the run's view of the session state (default: the agent's).
         """
         cfg = self.config
         deadline = None
@@ -63,7 +65,7 @@ class RunSetup:
             deadline = RunDeadline(budget.deadline, what)
         return ToolRunner(
             self.registry,
-            state=self.state,
+            state=self.state if state is None else state,
             config=cfg.execution,
             hooks=cfg.hooks,
             permissions=cfg.permissions,

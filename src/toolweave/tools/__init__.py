@@ -10,7 +10,10 @@ from ._access import keys_overlap as keys_overlap
 from ._context import ReadLedger as ReadLedger
 from ._context import ReadRecord as ReadRecord
 from ._context import SessionState as SessionState
+from ._context import ShownResult as ShownResult
 from ._context import ToolContext as ToolContext
+from ._context import TranscriptView as TranscriptView
+from ._context import result_digest as result_digest
 from ._declaration_errors import (
     reporting_declaration_errors as reporting_declaration_errors,
 )
@@ -43,14 +46,17 @@ __all__ = [
     "ReadRecord",
     "SandboxMode",
     "SessionState",
+    "ShownResult",
     "Tool",
     "ToolContext",
     "ToolLike",
     "ToolRegistry",
+    "TranscriptView",
     "WrappedTool",
     "coding_tools",
     "keys_overlap",
     "reporting_declaration_errors",
+    "result_digest",
     "run_in_worker_thread",
     "sandbox_mode",
     "tool",

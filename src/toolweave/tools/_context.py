@@ -3,18 +3,65 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .._records import slot_setter
 from ..events import FileRead
 from ..messages import ToolCall
 from ._sandbox_mode import SandboxMode
 
-__all__ = ["ReadLedger", "ReadRecord", "SessionState", "ToolContext"]
+__all__ = [
+    "ReadLedger",
+    "ReadRecord",
+    "SessionState",
+    "ShownResult",
+    "ToolContext",
+    "TranscriptView",
+    "result_digest",
+]
+
+
+def result_digest(call: ToolCall, text: str) -> bytes:
+    """A digest of one call (its name and input) with the text of its result.
+
+    What ties a result in the ledger to the same result in a transcript:
+    equal digests mean the transcript holds this very call and this very
+    text (a hook's rewrite, a persisted preview or a compaction makes them
+    differ, so the earlier result counts as not seen).
+    """
+    key = json.dumps([call.name, call.input], sort_keys=True, default=str)
+    digest = hashlib.blake2b(key.encode(), digest_size=16)
+    digest.update(b"\0")
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.digest()
+
+
+@dataclass(frozen=True, slots=True)
+class ShownResult:
+    """One result that showed lines of a file: the span, and how to find it again."""
+
+    span: tuple[int, int | None]
+    """The lines it showed: (first line, lines shown or None = to the end)."""
+    length: int
+    """The length of its text (a cheap first test before hashing)."""
+    digest: bytes
+    """`result_digest` of its call and text."""
+
+
+class TranscriptView(Protocol):
+    """What the model will see of a run's tool results (the agent loop provides one).
+
+    Thread-safe to call (a tool may ask from its worker thread).
+    """
+
+    def shows(self, length: int, digest: bytes) -> bool:
+        """Whether the transcript holds a result of this length and `result_digest`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +74,8 @@ class ReadRecord:
     """The file's size at the read."""
     ranges: frozenset[tuple[int, int | None]] = frozenset()
     """Line ranges read since the file last changed: (offset, limit or None)."""
+    shown: frozenset[ShownResult] = frozenset()
+    """The results that showed those lines since the file last changed (in memory only)."""
 
 
 def _span(span: tuple[int, int | None]) -> tuple[int, int]:
@@ -46,20 +95,27 @@ class ReadLedger:
         self._records: dict[Path, ReadRecord] = {}
 
     def record(
-        self, path: Path, *, mtime_ns: int, size: int, span: tuple[int, int | None]
+        self,
+        path: Path,
+        *,
+        mtime_ns: int,
+        size: int,
+        span: tuple[int, int | None],
+        shown: ShownResult | None = None,
     ) -> None:
         """Record that `span` of `path` was read when it had this mtime and size.
 
-        A read of a changed file forgets the spans read before the change.
+        `shown` is the result that showed it, when it showed lines. A read of
+        a changed file forgets the spans and results from before the change.
         """
         with self._lock:
             old = self._records.get(path)
-            spans = (
-                old.ranges
-                if old is not None and (old.mtime_ns, old.size) == (mtime_ns, size)
-                else frozenset()
-            )
-            self._records[path] = ReadRecord(mtime_ns, size, spans | {span})
+            same = old is not None and (old.mtime_ns, old.size) == (mtime_ns, size)
+            spans = old.ranges if old is not None and same else frozenset()
+            results = old.shown if old is not None and same else frozenset()
+            if shown is not None:
+                results |= {shown}
+            self._records[path] = ReadRecord(mtime_ns, size, spans | {span}, results)
 
     def get(self, path: Path) -> ReadRecord | None:
         """The last record of `path`, or None if it was never read."""
@@ -116,6 +172,11 @@ class SessionState:
     """Where large tool results are persisted (``tool-results/``)."""
     read_files: ReadLedger = field(default_factory=ReadLedger)
     """Files read in this session (the read-before-edit guard)."""
+    transcript: TranscriptView | None = None
+    """What the model will see of earlier results: a re-read is answered "unchanged"
+    only if the result that showed those lines is in it. An agent run sets its
+    own (its runs share the ledger, not their transcripts); None, for a caller's
+    own loop, trusts the ledger's spans (give each conversation its own state)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Guards `values`."""
     values: dict[str, Any] = field(default_factory=dict)

@@ -8,8 +8,15 @@ import pytest
 from builtin_support import run
 
 from toolweave._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
-from toolweave.messages import Image, Text
-from toolweave.tools import Access, Concurrency, Interrupt, SessionState
+from toolweave.messages import Image, Text, ToolCall
+from toolweave.tools import (
+    Access,
+    Concurrency,
+    Interrupt,
+    SessionState,
+    ToolContext,
+    result_digest,
+)
 from toolweave.tools.builtin import ReadTool
 
 pytestmark = pytest.mark.anyio
@@ -210,3 +217,61 @@ def test_declaration(root: Path, outside: Path) -> None:
     # an escaping path cannot be declared: fail closed to a barrier
     assert tool.access_for(tool.parse({"path": "../x"})) == Access.barrier()
     assert "path" in tool.anthropic_spec()["input_schema"]["properties"]
+
+
+class _Transcript:
+    """A transcript view holding the given (call, text) pairs, as the loop's does."""
+
+    def __init__(self) -> None:
+        self.results: list[tuple[ToolCall, str]] = []
+
+    def shows(self, length: int, digest: bytes) -> bool:
+        return any(
+            len(text) == length and result_digest(call, text) == digest
+            for call, text in self.results
+        )
+
+
+async def _read_as(
+    tool: ReadTool, call_id: str, raw: dict[str, object], state: SessionState
+) -> tuple[ToolCall, str]:
+    call = ToolCall(call_id, "read", raw)
+    text = await tool.call(tool.parse(raw), ToolContext(call, state=state))
+    return call, text
+
+
+async def test_a_reread_is_unchanged_only_if_the_transcript_holds_the_earlier_result(
+    root: Path,
+) -> None:
+    """Issue 24, item 10: the note refers only to results the model will see."""
+    (root / "f.txt").write_text(_lines(5))
+    tool = ReadTool(root)
+    transcript = _Transcript()
+    state = SessionState(transcript=transcript)
+    first = await _read_as(tool, "1", {"path": "f.txt"}, state)
+    # not in the transcript (another run's, compacted away, replaced): read again
+    _, again = await _read_as(tool, "2", {"path": "f.txt"}, state)
+    assert "line 5" in again and "unchanged" not in again
+    # in it: the note, which names a result the model can see
+    transcript.results.append(first)
+    _, noted = await _read_as(tool, "3", {"path": "f.txt", "limit": 2}, state)
+    assert "unchanged since your last read" in noted
+    # the same call with another text (a hook's rewrite, a preview) is not it
+    transcript.results = [(first[0], first[1] + " ")]
+    _, shown = await _read_as(tool, "4", {"path": "f.txt"}, state)
+    assert "line 5" in shown
+
+
+async def test_a_change_on_disk_forgets_which_results_showed_the_file(
+    root: Path,
+) -> None:
+    (root / "f.txt").write_text(_lines(5))
+    tool = ReadTool(root)
+    transcript = _Transcript()
+    state = SessionState(transcript=transcript)
+    transcript.results.append(await _read_as(tool, "1", {"path": "f.txt"}, state))
+    _bump(root / "f.txt", _lines(6))
+    _, after = await _read_as(tool, "2", {"path": "f.txt"}, state)
+    assert "line 6" in after and "changed on disk" in after
+    [record] = [state.read_files.get(root / "f.txt")]
+    assert record is not None and len(record.shown) == 1  # only the new result

@@ -16,12 +16,12 @@ import anyio.from_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
-from ...messages import ContentBlock, Image, Text
+from ...messages import ContentBlock, Image, Text, ToolCall
 from .._access import Access, Concurrency, Interrupt
-from .._context import SessionState, ToolContext
+from .._context import SessionState, ShownResult, ToolContext, result_digest
 from .._threads import run_in_worker_thread
 from .._tool import Tool
-from ._readstate import fingerprint, record_read, span_covered
+from ._readstate import fingerprint, record_read, still_shown
 from ._textfile import (
     SNIFF_BYTES,
     describe_os_error,
@@ -162,6 +162,7 @@ class ReadTool(Tool):
                     args,
                     ctx.state,
                     check=anyio.from_thread.check_cancelled,
+                    call=ctx.call,
                 ),
                 "read",
                 args["path"],
@@ -174,18 +175,22 @@ class ReadTool(Tool):
         state: SessionState,
         *,
         check: Callable[[], None] | None = None,
+        call: ToolCall | None = None,
     ) -> str | tuple[ContentBlock, ...]:
         """The blocking body of `call`.
 
         `check` is a cancellation check, called now and then while lines are
         scanned (``anyio.from_thread.check_cancelled`` on a worker thread): at
         a deadline the scan stops, before anything is recorded in the ledger.
+        `call` is the call being answered: the ledger keeps which result showed
+        the lines, so a re-read says "unchanged" only while the model still
+        sees that result (`SessionState.transcript`).
         """
         path, rel = self._locate(args["path"], state)
         _check_is_file(path, rel, self.workspace)
         try:
             with open_regular(path, rel) as stream:
-                return self._read_open(stream, args, rel, state, path, check)
+                return self._read_open(stream, args, rel, state, path, check, call)
         except OSError as exc:  # e.g. EIO from a special file that passed as regular
             raise ToolError(f"cannot read {rel}: {describe_os_error(exc)}") from None
 
@@ -197,6 +202,7 @@ class ReadTool(Tool):
         state: SessionState,
         path: Path,
         check: Callable[[], None] | None,
+        call: ToolCall | None,
     ) -> str | tuple[ContentBlock, ...]:
         st = os.fstat(stream.fileno())
         head = stream.read(SNIFF_BYTES)
@@ -217,7 +223,7 @@ class ReadTool(Tool):
             )
         stream.seek(0)
         window = _window(stream, args["offset"], args["limit"], self.max_chars, check)
-        return self._text(window, args, st, rel, state, path)
+        return self._text(window, args, st, rel, state, path, call)
 
     def _locate(self, given: str, state: SessionState) -> tuple[Path, str]:
         """The resolved path and how results name it: in the workspace, or a saved result.
@@ -242,6 +248,7 @@ class ReadTool(Tool):
         rel: str,
         state: SessionState,
         path: Path,
+        call: ToolCall | None,
     ) -> str:
         offset = args["offset"]
         if not window.lines and not (offset == 1 and window.total_seen == 0):
@@ -252,9 +259,8 @@ class ReadTool(Tool):
         prior = state.read_files.get(path)
         stale = prior is not None and (prior.mtime_ns, prior.size) != fingerprint(st)
         fresh = prior is not None and not stale and not args["force"]
-        if fresh and prior is not None and span_covered(span, prior.ranges):
+        if fresh and prior is not None and still_shown(state, prior, span):
             return _unchanged_note(rel, offset, window)
-        record_read(state, path, st, span)
         body = number_lines(window.lines, offset) if window.lines else "(empty file)"
         if window.more:
             last = offset + len(window.lines) - 1
@@ -277,6 +283,12 @@ class ReadTool(Tool):
                 f"[note: {rel} changed on disk since your last read; this is its "
                 "current content]\n" + body
             )
+        shown = (
+            None
+            if call is None
+            else ShownResult(span, len(body), result_digest(call, body))
+        )
+        record_read(state, path, st, span, shown)
         return body
 
     def _image(

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..._exceptions import ToolError
-from .._context import ReadRecord, SessionState
+from .._context import ReadRecord, SessionState, ShownResult
 
 __all__ = [
     "WRITE_SPAN",
@@ -26,6 +26,7 @@ __all__ = [
     "record_write",
     "require_fresh_read",
     "span_covered",
+    "still_shown",
 ]
 
 Fingerprint = tuple[int, int]
@@ -63,12 +64,42 @@ def span_covered(
 
 
 def record_read(
-    state: SessionState, path: Path, st: os.stat_result, span: tuple[int, int | None]
+    state: SessionState,
+    path: Path,
+    st: os.stat_result,
+    span: tuple[int, int | None],
+    shown: ShownResult | None = None,
 ) -> None:
-    """Remember that `span` of `path` was shown while the file had stat `st`."""
-    state.read_files.record(path, mtime_ns=st.st_mtime_ns, size=st.st_size, span=span)
+    """Remember that `span` of `path` was shown while the file had stat `st`.
+
+    `shown`: the result that showed it (so a re-read can be told whether the
+    model still sees it, `still_shown`).
+    """
+    state.read_files.record(
+        path, mtime_ns=st.st_mtime_ns, size=st.st_size, span=span, shown=shown
+    )
     with state.lock:
         state.values.setdefault(_READ_PATHS, set()).add(path)
+
+
+def still_shown(
+    state: SessionState, record: ReadRecord, span: tuple[int, int | None]
+) -> bool:
+    """Whether the lines of `span`, unchanged since `record`, are in what the model sees.
+
+    With a transcript view (an agent run), only a result that showed them and
+    is in the run's transcript counts: not one of another run on the same
+    agent, nor one compacted away or replaced by a preview (issue 24, item 10).
+    Without one, the ledger's spans are trusted (the caller owns the
+    conversation).
+    """
+    view = state.transcript
+    if view is None:
+        return span_covered(span, record.ranges)
+    return any(
+        span_covered(span, (shown.span,)) and view.shows(shown.length, shown.digest)
+        for shown in record.shown
+    )
 
 
 def record_write(state: SessionState, path: Path) -> None:
