@@ -52,7 +52,9 @@ class AgentConfig:
     max_total_tokens: int | None = None
     """Tokens (input, cached, output) the run may use; ends as BUDGET_EXCEEDED."""
     max_wall_clock: float | None = None
-    """Seconds the run may last; when spent mid-call the call is interrupted (BUDGET_EXCEEDED)."""
+    """Seconds the run may last (BUDGET_EXCEEDED): a bound, not an interrupt. At it a
+    model call is abandoned, running tools are cut as at their timeout (BLOCK too),
+    calls not started are answered "not run" (`toolweave.execution.RunDeadline`)."""
     max_output_tokens: int = 4_096
     """Cap on the tokens of one model response (the request's ``max_tokens``)."""
     temperature: float | None = None

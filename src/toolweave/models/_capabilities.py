@@ -6,11 +6,13 @@ with a 400, and sending it anyway caused 400-error loops in the wild (as in Open
 so the flag is sent only to families known to accept it.
 
 What the tables cannot know, a model learns from its server and keeps in a
-`LearnedCapabilities`: that the server rejected the flag, or that it refuses to
-stream a response when tools are offered (llama-cpp-python's server answers
-such a request with HTTP 500 "Automatic streaming tool choice is not
-supported"). Each is learned once, from the first refusal, and holds for the
-life of the model object.
+`LearnedCapabilities`: that the server rejected the flag by name, or that it
+refuses to stream a response when tools are offered (llama-cpp-python's server
+answers such a request with HTTP 500 "Automatic streaming tool choice is not
+supported", or an empty event stream). Each is learned once, only from the
+refusal it is about (a refusal to stream only once the same request sent whole
+was answered), and holds for the life of the model object. Any other failure,
+an HTML page from a proxy included, teaches nothing (`_provider`, `_unexpected`).
 """
 
 from __future__ import annotations
