@@ -260,14 +260,16 @@ class ProviderModel(Model):
         Returns the events and whether this was a streamed request with tools
         while streaming with tools is unproven (its tool calls prove it).
 
-        a provider that rejects ``parallel_tool_calls`` must not cause
-        a 400 loop, and neither must one that refuses to stream with tools.
-        Each refusal is learned (one way, for this model), warned about once,
-        and the request is sent again without what was refused; a refusal of
-        something already given up is raised as it is. Right after an empty
-        stream, a connection error gets one more try (see the end of the loop).
-        So a request costs at most four attempts, and only the first request
-        that meets each refusal.
+        A provider that rejects ``parallel_tool_calls`` must not cause a 400
+        loop, and neither must one that refuses to stream with tools. A flag
+        rejection by name is learned at once (one way, for this model), warned
+        about once, and the request is sent again without the flag. A
+        suspected refusal to stream is sent again whole and learned (and
+        warned about) only when that whole request is answered; if it fails,
+        its error is raised and nothing is learned. Right after an empty
+        stream, a connection error gets one more try (see the end of the
+        loop). So a request costs at most five attempts, and only the first
+        request that meets each refusal.
         """
         with_tools = bool(request.tools)
         stale_connection = False
