@@ -32,6 +32,7 @@ from models_loopback import (
 )
 from models_sdk_cases import CASE_IDS, CASES, Case
 
+import toolweave as tw
 from toolweave import (
     BadRequestError,
     ModelConnectionError,
@@ -336,4 +337,33 @@ async def test_a_refusal_not_confirmed_by_the_whole_request_is_not_learned(
         False,
         True,
     ]
+    assert warnings == []
+
+
+async def test_an_agent_run_names_the_page_and_the_next_run_still_streams(
+    server: LoopbackServer,
+) -> None:
+    """The issue's case end to end: a proxy's HTML 200, then the server is back."""
+
+    @tw.tool
+    async def read() -> str:
+        """Read."""
+        return "read"
+
+    case = CASES[1]  # Chat Completions, where the issue was seen
+    server.script(
+        RawReply(200, PAGE),
+        fixture(case.fixtures, "text"),
+    )
+    warnings: list[WarningEvent] = []
+    async with case.open(server, on_warning=warnings.append) as model:
+        agent = tw.Agent(model, [read])
+        first = await agent.run("go")
+        second = await agent.run("go")
+    assert first.completion_reason is tw.CompletionReason.ERROR
+    assert "an HTML page titled 'Sign in to the proxy'" in first.detail
+    assert f"{server.url}{case.path}" in first.detail
+    assert second.completion_reason is tw.CompletionReason.COMPLETED
+    # not retried (a 200 page is no server fault), and the next run streamed
+    assert [r.body.get("stream") for r in server.requests] == [True, True]
     assert warnings == []
