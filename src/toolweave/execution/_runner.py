@@ -285,7 +285,11 @@ class ToolRunner:
                     if self._hooks is not None and self._hooks.has_tool_hooks
                     else None
                 )
-                pre = hooks.pre_hooks_for((tool.name, *tool.aliases)) if hooks else ()
+                pre = (
+                    hooks.pre_hooks_for((tool.name, *tool.aliases))
+                    if hooks is not None
+                    else ()
+                )
                 if (
                     pre
                     or type(tool).validate_input is not Tool.validate_input
