@@ -27,6 +27,7 @@ from toolweave.execution import (
     ToolOutput,
     ToolRunner,
 )
+from toolweave.execution._execute import EFFECTS_UNKNOWN_AFTER_TIMEOUT as UNKNOWN
 from toolweave.messages import ToolCall, ToolResult
 from toolweave.tools import Access, Concurrency, Interrupt, ToolContext, tool
 
@@ -316,7 +317,7 @@ async def test_failure_hooks_see_failures_and_only_failures(tmp_path: Path) -> N
     await runner(call("invalid", "flaky", mode=3))  # never ran: no failure hook
     assert failures == [
         ("raise", "ValueError: bad value"),
-        ("hang", "Tool 'flaky' timed out after 0.01 s."),
+        ("hang", "Tool 'flaky' timed out after 0.01 s." + UNKNOWN),
         ("error", "remote says no"),
     ]
     assert posts == ["fine"]

@@ -21,6 +21,7 @@ from toolweave.execution import (
     PreToolUseInput,
     ToolRunner,
 )
+from toolweave.execution._execute import EFFECTS_UNKNOWN_AFTER_TIMEOUT as UNKNOWN
 from toolweave.messages import ToolCall, ToolResult
 from toolweave.tools import (
     Access,
@@ -238,7 +239,7 @@ ROWS = [
     Row("tool raises", "OSError: disk full", "call_raises"),
     Row("tool raises ModelRetry", "try a smaller n", "model_retry"),
     Row("tool raises ToolError", "the service said no", "tool_error"),
-    Row("tool times out", "Tool 'staged' timed out after 0.05 s.", "hangs"),
+    Row("tool times out", "Tool 'staged' timed out after 0.05 s." + UNKNOWN, "hangs"),
     Row("tool returns an error result", "remote error 503", "error_result"),
     Row(
         "PostToolUse hook raises",

@@ -19,6 +19,7 @@ from lifecycle_helpers import (
 
 from toolweave.events import Warning as WarningEvent
 from toolweave.execution import ExecutionConfig, ToolRunner
+from toolweave.execution._execute import EFFECTS_UNKNOWN_AFTER_TIMEOUT as UNKNOWN
 from toolweave.messages import ToolResult
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher
 from toolweave.tools import Access, Concurrency, Interrupt, tool
@@ -48,7 +49,9 @@ async def test_a_cancel_tool_is_cut_off_at_its_timeout(
         runner, registry, [call("h", "hang"), call("e", "echo", text="fine")]
     )
     assert results == [
-        ToolResult("h", f"Tool 'hang' timed out after {limit:g} s.", is_error=True),
+        ToolResult(
+            "h", f"Tool 'hang' timed out after {limit:g} s." + UNKNOWN, is_error=True
+        ),
         ToolResult("e", "fine"),
     ]
     if virtual_time:
@@ -77,7 +80,7 @@ async def test_a_block_tool_is_cut_off_at_its_timeout(
     late = await runner(call("s", "slow", seconds=10_000.0))
     assert finished == []  # it was cut off, not waited for
     assert late == ToolResult(
-        "s", f"Tool 'slow' timed out after {limit:g} s.", is_error=True
+        "s", f"Tool 'slow' timed out after {limit:g} s." + UNKNOWN, is_error=True
     )
     if virtual_time:
         assert anyio.current_time() - start == 30.0
@@ -106,7 +109,7 @@ async def test_the_config_default_applies_unless_the_tool_sets_its_own(
     config = ExecutionConfig(default_timeout=limit)
     runner = ToolRunner(registry, state=make_state(tmp_path), config=config)
     cut = await runner(call("1", "default_limited", seconds=limit * 2))
-    assert cut.text == f"Tool 'default_limited' timed out after {limit:g} s."
+    assert cut.text == f"Tool 'default_limited' timed out after {limit:g} s." + UNKNOWN
     assert (await runner(call("2", "own_limit", seconds=limit * 2))).text == "ok"
 
     unlimited = ToolRunner(
@@ -170,7 +173,8 @@ async def test_a_hung_sync_tool_is_answered_at_its_deadline_and_its_thread_aband
     assert results[0] == ToolResult(
         "s",
         f"Tool 'stuck' timed out after {limit:g} s. It ran on a worker thread, which"
-        " cannot be stopped; the thread was abandoned and may still finish its work.",
+        " cannot be stopped; the thread was abandoned and may still finish its work."
+        + UNKNOWN,
         is_error=True,
     )
     assert runner.statistics().threads_left == 1

@@ -33,6 +33,12 @@ logger = logging.getLogger("toolweave.execution")
 
 EventSink = Callable[[Event], None]
 
+EFFECTS_UNKNOWN_AFTER_TIMEOUT = (
+    " It was stopped mid-way, so whether it took effect (fully, partly or not at"
+    " all) is unknown: check before running it again."
+)
+"""Appended to every timeout answer: a call cut at its deadline did run."""
+
 
 def emit_safely(on_event: EventSink, event: Event) -> None:
     """Give `event` to the listener; a listener that raises is logged, never fatal."""
@@ -198,7 +204,8 @@ async def execute(
         else ""
     )
     return Executed(
-        error=f"Tool {tool.name!r} timed out after {_seconds(limit)} s.{note}",
+        error=f"Tool {tool.name!r} timed out after {_seconds(limit)} s.{note}"
+        f"{EFFECTS_UNKNOWN_AFTER_TIMEOUT}",
         timed_out=True,
         thread_left=left,
         modifier=executed.modifier if executed is not None else None,
