@@ -28,7 +28,14 @@ from toolweave.events import (
     ToolUseStarted,
 )
 from toolweave.loop import Agent
-from toolweave.messages import ModelResponse, StopReason, Text, ToolCall, Usage
+from toolweave.messages import (
+    ModelResponse,
+    StopReason,
+    Text,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from toolweave.models import (
     Model,
     ModelRequest,
@@ -202,7 +209,9 @@ async def test_sequential_calls_wait_for_the_final_response() -> None:
     assert seen_stream_open == [False]
 
 
-async def test_truncated_response_discards_eager_calls(scale: float) -> None:
+async def test_a_truncated_response_keeps_what_its_early_call_did(
+    scale: float,
+) -> None:
     ran: list[str] = []
 
     @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
@@ -211,29 +220,37 @@ async def test_truncated_response_discards_eager_calls(scale: float) -> None:
         ran.append(what)
         return f"saw {what}"
 
+    @tool
+    async def note(text: str) -> str:
+        """SEQUENTIAL: it waits for the final response."""
+        ran.append(text)
+        return "noted"
+
+    response = ModelResponse(
+        [
+            call("l1", "look", what="x"),
+            Text("and then a very long" * 5),
+            call("n1", "note", text="later"),
+        ],
+        StopReason.MAX_TOKENS,
+    )
     model = scripted(
-        ScriptStep(
-            use(
-                call("l1", "look", what="x"),
-                text="and then a very long" * 5,
-                stop=StopReason.MAX_TOKENS,
-            ),
-            chunk_delay=0.2 * scale,
-            text_chunk_chars=5,
-        ),
+        ScriptStep(response, chunk_delay=0.2 * scale, text_chunk_chars=5),
         say("shorter now"),
     )
-    result, events = await run_collect(Agent(model, [look]))
+    result, events = await run_collect(Agent(model, [look, note]))
     assert result.completion_reason is CompletionReason.COMPLETED
-    [refused] = result.messages[2].tool_results
-    assert refused.is_error and "max_tokens" in refused.text
-    assert "saw x" not in repr(result.messages)
-    ready = [
-        e.result
-        for e in events
-        if isinstance(e, ToolResultReady) and e.result.call_id == "l1"
-    ]
-    assert ready[-1] == refused
+    assert ran == ["x"]  # the early call ran; the held-back one never did
+    looked, noted = result.messages[2].tool_results
+    assert looked == ToolResult("l1", "saw x")  # told as it ran, not "not run"
+    assert noted.is_error and noted.synthetic and "max_tokens" in noted.text
+    ready = {e.call.id: e.result for e in events if isinstance(e, ToolResultReady)}
+    assert ready == {"l1": looked, "n1": noted}
+    for kind in (ToolUseStarted, ToolResultReady):  # one start, one end each
+        assert sorted(e.call.id for e in events if isinstance(e, kind)) == [
+            "l1",
+            "n1",
+        ]
     assert_provider_valid(result.messages)
 
 
@@ -387,7 +404,7 @@ async def test_a_retried_stream_cancels_its_early_calls(scale: float) -> None:
     assert_provider_valid(result.messages)
 
 
-async def test_interrupt_while_early_calls_run_during_the_stream() -> None:
+async def test_interrupt_while_early_calls_run_during_the_stream_records_them() -> None:
     started = anyio.Event()
     cancelled: list[bool] = []
 
@@ -414,5 +431,10 @@ async def test_interrupt_while_early_calls_run_during_the_stream() -> None:
     assert run.result is not None
     assert run.result.completion_reason is CompletionReason.INTERRUPTED
     assert cancelled == [True]
-    assert len(run.result.messages) == 1  # the half-streamed response is not recorded
+    # The call had started: the response as far as it streamed is recorded,
+    # and the call is answered as an interrupted batch answers it.
+    _prompt, partial, answers = run.result.messages
+    assert partial.role == "assistant" and [c.id for c in partial.tool_calls] == ["w"]
+    [answer] = answers.tool_results
+    assert answer.is_error and "effects it had are unknown" in answer.text
     assert_provider_valid(run.result.messages)

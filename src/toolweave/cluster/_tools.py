@@ -11,7 +11,7 @@ from typing import Any, final
 from .._exceptions import ClusterError, ConfigError
 from ..execution import ToolOutput
 from ..messages import ToolCall
-from ..tools import SessionState, Tool, ToolContext, WrappedTool
+from ..tools import SessionState, Tool, ToolContext, Warrant, WrappedTool
 from ._pump import Emit, pump
 from ._ray import require_ray
 from ._stream import remote_items
@@ -121,6 +121,17 @@ class RayTool(WrappedTool):
     def needs_prepare(self) -> bool:
         """False: a readiness step would run here, not on the worker that calls."""
         return False
+
+    @property
+    def warrant(self) -> Warrant:
+        """Yours if the inner tool's claim is yours; else UNVOUCHED.
+
+        What toolweave enforces (the declaration audit, the bash tool's probe
+        of this machine's sandbox) holds in this process, not on a Ray worker,
+        so the call starts only once its response is final.
+        """
+        inner = self.inner.warrant
+        return inner if inner is Warrant.USER else Warrant.UNVOUCHED
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Submit the call as a Ray task and wait for it; see the class docstring.

@@ -169,6 +169,11 @@ class ToolRunner:
         self._unaudited = audit == "off"
 
     @property
+    def audit(self) -> AuditMode:
+        """The declaration audit's mode for the calls this runner runs."""
+        return self._auditor.mode
+
+    @property
     def mode(self) -> PermissionMode:
         """The permission mode; may be changed between batches."""
         return self._gate.mode

@@ -11,6 +11,11 @@ gets its SAFE calls started at the earliest moment they could run.
 
 The batch is owned by a helper task in the run's task group, so its task group
 never straddles the loop's cancel scopes.
+
+An attempt that is thrown away (a retry: `restart`; a final response cut at
+``max_tokens`` or refused: `void`) keeps what its started calls did: they ran
+whatever became of the response, so their results are handed back (`void`,
+`discarded`) for the loop to tell the model, never dropped.
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ from typing import TYPE_CHECKING, Any, final
 
 import anyio
 
-from ..messages import ToolCall
+from ..messages import ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ..scheduling import ToolStream
+    from ..scheduling import SettledCall, ToolStream
     from ._soon import Canceller, Schedule
 
 __all__ = ["EagerBatch"]
@@ -48,17 +53,22 @@ class _Helper:
         self.release = anyio.Event()
         self.exited = anyio.Event()
 
+    async def answered(self) -> list[SettledCall]:
+        """The calls its batch answered, once every started one settled."""
+        await self.exited.wait()
+        return [] if self.stream is None else self.stream.answered()
+
 
 @final
 class EagerBatch:
     """The early-start side of one model call.
 
-    Loop thread only; only `settle` and `close` await.
+    Loop thread only; only `settle`, `void`, `discarded` and `close` await.
 
     Args:
         open_stream: Opens the Dispatcher's streaming batch (an async context manager).
-        eligible: Whether a response's first call may start early (the gate's
-            parallel-ok); if not, the prefix rule holds back every call anyway.
+        eligible: Whether a response's first call may start early
+            (`starts_early`); if not, the prefix rule holds back every call anyway.
         warm: Awaited with each call before it is offered: the tool's costly
             declaration work (a shell parse) off the loop (`scheduling.warm`).
         spawn: Starts a helper task in the run's task group.
@@ -81,6 +91,7 @@ class EagerBatch:
         self._schedule = schedule
         self._pending: list[ToolCall] = []
         self._helpers: list[_Helper] = []
+        self._dead: list[_Helper] = []  # batches of attempts a retry threw away
         self._current: _Helper | None = None
         self._armed: Canceller | None = None
         self._first = True
@@ -129,7 +140,37 @@ class EagerBatch:
             self._armed = None
 
     def restart(self) -> None:
-        """The attempt is void (a retry or a truncated response): discard its early calls."""
+        """A retry voids the attempt: discard its batch; `discarded` reports it."""
+        helper = self._drop_current()
+        if helper is not None:
+            self._dead.append(helper)
+
+    async def void(self) -> dict[str, ToolResult]:
+        """The final response is void (cut at max_tokens, refused): discard its batch.
+
+        Waits until its started calls settled (CANCEL ones are cancelled, BLOCK
+        ones run to their end) and returns their results by `ToolCall.key`: the
+        calls `on_started`/`on_completed` reported. A checkpoint only when a
+        batch was started.
+        """
+        helper = self._drop_current()
+        if helper is None:
+            return {}
+        return {settled.call.key: settled.result for settled in await helper.answered()}
+
+    async def discarded(self) -> list[SettledCall]:
+        """Calls of retried attempts that ran, once they settled; each reported once.
+
+        A checkpoint only when a retry threw a started batch away.
+        """
+        dead, self._dead = self._dead, []
+        ran: list[SettledCall] = []
+        for helper in dead:
+            ran.extend(s for s in await helper.answered() if s.ran)
+        return ran
+
+    def _drop_current(self) -> _Helper | None:
+        """Discard the current attempt's batch (nothing is harvested); its helper."""
         self._disarm()
         current = self._current
         if current is not None:
@@ -139,6 +180,7 @@ class EagerBatch:
         self._current = None
         self._pending = []
         self._first = True
+        return current
 
     async def settle(self) -> ToolStream | None:
         """The response is final: the batch holding its calls, or None to dispatch them.

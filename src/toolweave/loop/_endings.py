@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, final
 from ..events import CompletionReason
 from ..events import Warning as WarningEvent
 from ..execution import StopInput
-from ..messages import Message, ModelResponse
+from ..messages import Message, ModelResponse, Text
 from ._cost import enclosing_costs
 from ._result import RunResult, finished_event
 from ._steps import BeginIteration, Finish, Step, TransitionReason
@@ -52,7 +52,8 @@ class Endings:
         loop = self._loop
         queued = loop.control.take_queue()
         if queued:
-            loop.conversation.append(Message("user", tuple(queued)))
+            notes = loop.discarded.take_notes()
+            loop.conversation.append(Message("user", (*notes, *queued)))
             return BeginIteration(TransitionReason.QUEUED_INPUT)
         hooks = loop.cfg.hooks
         if hooks is not None:
@@ -61,10 +62,10 @@ class Endings:
             )
             if decision is not None:
                 self._stop_hook_active = True
+                ask = f"A stop hook asked you to continue:\n{decision.reason}"
+                notes = loop.discarded.take_notes()
                 loop.conversation.append(
-                    Message(
-                        "user", f"A stop hook asked you to continue:\n{decision.reason}"
-                    )
+                    Message("user", (Text(ask), *notes) if notes else ask)
                 )
                 return BeginIteration(
                     TransitionReason.STOP_HOOK_BLOCKED, note=decision.reason

@@ -7,7 +7,8 @@ transcript change is reported as it happens (`MessageAppended`,
 soon as its response is final, before its tools run, so a process killed
 mid-batch has it on record. A step that raises ends the run as ERROR with a
 valid transcript: calls left unanswered get an "outcome unknown" error result
-(`close_open_calls`).
+(`close_open_calls`). Calls started while a response streamed are recorded for
+what they did even when the response comes to nothing (`_discarded`).
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ from ._context_feed import ContextFeed
 from ._control import RunControl
 from ._conversation import Conversation
 from ._cost import CostTracker
+from ._discarded import DiscardedCalls
 from ._eager import EagerBatch, Spawn
 from ._endings import Endings
 from ._guards import RepeatFailureWatcher, StalledIterationGuard
-from ._model_call import ModelCaller
+from ._model_call import Halted, ModelCaller
 from ._run_start import with_run_start_context
 from ._setup import RunSetup
 from ._shrink import Shrinker
@@ -143,6 +145,7 @@ class RunLoop:
         )
         self.shrinker = Shrinker(self)
         self.endings = Endings(self)
+        self.discarded = DiscardedCalls(self)
         self._stack = AsyncExitStack()
         self.eager: EagerBatch | None = None
         self.result: RunResult | None = None
@@ -178,6 +181,8 @@ class RunLoop:
                     step = await self._iterate(step)
                 self.iteration_span.end()
         assert isinstance(step, Finish)
+        await self.discarded.gather()
+        self.discarded.warn_undelivered()
         return await self.endings.finish(step)
 
     async def _iterate(self, step: Step) -> Step:
@@ -346,10 +351,14 @@ class RunLoop:
                 CompletionReason.ERROR,
                 detail=f"the model call failed: {type(exc).__name__}: {exc}",
             )
-        if response is None or self.control.halted:
+        if isinstance(response, Halted):
+            await self.discarded.halted(response.partial)
             return self.control.finish()
         self.account(response.model or self.setup.model.name, response.usage)
         self.conversation.note_response(response)
+        if self.control.halted:
+            await self.discarded.halted(response)
+            return self.control.finish()
         return HandleResponse(response)
 
     def account(self, model: str, usage: Usage) -> None:
@@ -367,13 +376,13 @@ class RunLoop:
         refused = response.stop_reason is StopReason.REFUSAL
         if calls and not truncated and not refused:
             return RunTools(response)
-        if self.eager is not None:
-            # seed 002 §2.2: a truncated attempt runs nothing; nor does a refused one
-            self.eager.restart()
         if calls:
+            # seed 002 §2.2: a truncated response runs nothing (nor a refused one);
+            # what had started while it streamed keeps its result
             answer = truncated_call_result if truncated else refused_call_result
-            results = self.batcher.refuse(calls, answer)
+            results = await self.discarded.answer_void(calls, answer)
             return AfterTools(response, results, truncated=truncated)
+        await self.discarded.gather()
         self.stall.reset()
         if truncated:
             return Finish(
@@ -393,6 +402,7 @@ class RunLoop:
             if answered is not None:
                 self.conversation.append(Message("user", tuple(answered)))
             raise
+        await self.discarded.gather()
         self._report_read_state()
         return AfterTools(step.response, results)
 
@@ -423,7 +433,10 @@ class RunLoop:
             if stalled is not None:
                 ending = Finish(CompletionReason.ERROR, detail=stalled)
         queued = self.control.take_queue() if ending is None else []
-        self.conversation.append(Message("user", (*step.results, *extras, *queued)))
+        notes = self.discarded.take_notes()
+        self.conversation.append(
+            Message("user", (*step.results, *extras, *notes, *queued))
+        )
         if ending is not None:
             return ending
         if step.truncated:

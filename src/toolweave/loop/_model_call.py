@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, final
 
 import anyio
@@ -54,7 +55,16 @@ if TYPE_CHECKING:
     from ._control import RunControl
     from ._eager import EagerBatch
 
-__all__ = ["ModelCaller"]
+__all__ = ["Halted", "ModelCaller"]
+
+
+@dataclass(frozen=True, slots=True)
+class Halted:
+    """The run was halted while the response streamed."""
+
+    partial: ModelResponse
+    """What had streamed of the current attempt: its text and complete tool calls
+    (stop reason UNKNOWN). Calls of it may have started early."""
 
 
 @final
@@ -101,8 +111,8 @@ class ModelCaller:
         iteration: int,
         parent: Span,
         eager: EagerBatch | None,
-    ) -> ModelResponse | None:
-        """Stream the response to `request`; None if the run was halted meanwhile.
+    ) -> ModelResponse | Halted:
+        """Stream the response to `request`, or what had streamed when the run was halted.
 
         A checkpoint; the run's halt signal cancels it. Complete tool calls are
         offered to `eager` (None = no streaming overlap).
@@ -118,17 +128,17 @@ class ModelCaller:
             span.fail(type(exc).__name__, str(exc)[:200])
             span.end()
             raise
-        if response is None:
+        if isinstance(response, Halted):
             span.fail("interrupted", "the run was halted during the model call")
             span.end()
-            return None
+            return response
         self._finish_span(span, response)
         self._emit(ModelCallFinished(iteration, response, at=self._clock()))
         return response
 
     async def _consume(
         self, request: ModelRequest, eager: EagerBatch | None, iteration: int
-    ) -> ModelResponse | None:
+    ) -> ModelResponse | Halted:
         aggregator = ChunkAggregator()
         chunks = self.model.stream(request)
         exhausted = False
@@ -139,7 +149,7 @@ class ModelCaller:
                 await self._pump(chunks, aggregator, eager, iteration)
                 exhausted = True
             if scope.cancelled_caught:
-                return None
+                return Halted(aggregator.response())
             return aggregator.response()
         finally:
             if not exhausted:  # an exhausted generator has nothing to release

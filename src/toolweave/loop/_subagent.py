@@ -35,6 +35,7 @@ from ..tools import (
     Tool,
     ToolContext,
     ToolRegistry,
+    Warrant,
 )
 from ._agent import Agent
 from ._config import AgentConfig
@@ -125,6 +126,28 @@ class SubAgentTool(Tool):
             reads.update(dict.fromkeys(bound.reads))
             writes.update(dict.fromkeys(bound.writes))
         return Access(reads=reads, writes=writes)
+
+    @property
+    def warrant(self) -> Warrant:
+        """The weakest warrant among the child's tools (its SAFE rests on their claims).
+
+        USER when every child tool's claim is vouched; an AUDITED child counts
+        as vouched where the child's audit enforces (its own ``audit``, or the
+        parent's when it has none). Read like `bound_access`, each time.
+        """
+        audit = self.child_config.audit
+        weakest = Warrant.USER
+        for child_tool in self.child_tools:
+            warrant = child_tool.warrant
+            if warrant is Warrant.AUDITED and audit == "enforce":
+                continue
+            if warrant is Warrant.UNVOUCHED or (
+                warrant is Warrant.AUDITED and audit == "warn"
+            ):
+                return Warrant.UNVOUCHED
+            if warrant is Warrant.AUDITED:
+                weakest = Warrant.AUDITED
+        return weakest
 
     def _access(self, args: dict[str, Any]) -> Access:
         del args  # the child's calls are not known yet: claim all it could make

@@ -2,33 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, final
 
 from ..events import Event, ToolResultReady, ToolUseStarted
-from ..messages import ToolCall, ToolResult
-from ..scheduling import attach_results, classify, results_of, warm
+from ..messages import Text, ToolCall, ToolResult
+from ..scheduling import attach_results, classify, results_of, starts_early, warm
 from ._eager import EagerBatch, Spawn
 from ._tracing import NULL_SPAN, Span, Tracer
 
 if TYPE_CHECKING:
     from ..execution import ToolRunner
-    from ..scheduling import Dispatcher, InterruptToken, ToolStream
+    from ..scheduling import Dispatcher, InterruptToken, SettledCall, ToolStream
     from ..tools import ToolRegistry
     from ._guards import RepeatFailureWatcher
     from ._soon import Schedule
 
 __all__ = [
     "ToolBatcher",
+    "discarded_calls_note",
     "refused_call_result",
     "truncated_call_result",
     "unanswered_call_result",
 ]
 
+_ARGUMENTS_SHOWN = 300
+"""Characters of a call's arguments quoted in `discarded_calls_note`."""
+
 
 def truncated_call_result(call: ToolCall) -> ToolResult:
-    """The error that answers a call of a response cut at max_tokens."""
+    """The error that answers a call of a response cut at max_tokens that never started.
+
+    A call that had started while the response streamed keeps the result it
+    got (`ToolBatcher.answer_void`): it ran, whatever became of the response.
+    """
     return ToolResult(
         call.id,
         f"Not run: the response was truncated at max_tokens, so the call to"
@@ -55,6 +64,37 @@ def refused_call_result(call: ToolCall) -> ToolResult:
         is_error=True,
         synthetic=True,
     )
+
+
+def discarded_calls_note(ran: Sequence[SettledCall]) -> Text | None:
+    """What the model is told of calls that ran from an attempt a retry threw away.
+
+    The attempt is not in the transcript (the gateway asked again), so its
+    calls cannot be answered there; but they ran, so the next user message
+    says so, with what each returned (a read's content included: the read
+    ledger counts it as shown). None if nothing ran.
+    """
+    if not ran:
+        return None
+    lines = [
+        "<system-reminder>",
+        "An earlier attempt at your last response broke off while it streamed and"
+        " was discarded: the same request was sent again, and your last response"
+        " is the answer to it. Tool calls of the discarded attempt had already"
+        " started; they ran, and what they did is real:",
+    ]
+    for settled in ran:
+        call, result = settled.call, settled.result
+        arguments = call.raw_arguments or json.dumps(dict(call.input), default=str)
+        if len(arguments) > _ARGUMENTS_SHOWN:
+            arguments = arguments[:_ARGUMENTS_SHOWN] + "…"
+        outcome = "failed" if result.is_error else "returned"
+        lines.append(f"- {call.name} {arguments} {outcome}:\n{result.text}")
+    lines.append(
+        "Take them into account; do not repeat one that changed something unless"
+        " you mean to.\n</system-reminder>"
+    )
+    return Text("\n".join(lines))
 
 
 def unanswered_call_result(call: ToolCall, why: str) -> ToolResult:
@@ -98,6 +138,7 @@ class ToolBatcher:
         self._dispatcher = dispatcher
         self._registry = registry
         self._runner = runner
+        self._audit_enforced = runner.audit == "enforce"
         self._halt = halt
         self._emit = emit
         self._tracer = tracer
@@ -167,7 +208,7 @@ class ToolBatcher:
 
     def eager_batch(self, spawn: Spawn, schedule: Schedule) -> EagerBatch:
         """The early-start side of one model call (only used with streaming overlap on)."""
-        registry = self._registry
+        registry, audited = self._registry, self._audit_enforced
 
         def open_stream() -> AbstractAsyncContextManager[ToolStream]:
             return self._dispatcher.open_stream(
@@ -176,11 +217,15 @@ class ToolBatcher:
                 self._on_started,
                 self._on_completed,
                 interrupt=self._halt,
+                audit_enforced=audited,
             )
+
+        def eligible(call: ToolCall) -> bool:
+            return starts_early(classify(call, registry), audit_enforced=audited)
 
         return EagerBatch(
             open_stream=open_stream,
-            eligible=lambda call: classify(call, registry).parallel_ok,
+            eligible=eligible,
             warm=lambda call: warm(call, registry),
             spawn=spawn,
             schedule=schedule,
@@ -217,14 +262,26 @@ class ToolBatcher:
             raise
         return tuple(self._runner.finish_batch(results, calls))
 
-    def refuse(
-        self, calls: Sequence[ToolCall], answer: Callable[[ToolCall], ToolResult]
+    def answer_void(
+        self,
+        calls: Sequence[ToolCall],
+        started: Mapping[str, ToolResult],
+        answer: Callable[[ToolCall], ToolResult],
     ) -> tuple[ToolResult, ...]:
-        """Answer every call with `answer`'s error, without running any (events as if run)."""
+        """Answer the calls of a response that runs nothing (cut at max_tokens, refused).
+
+        A call that had started while the response streamed (`started`, by
+        `ToolCall.key`) keeps the result its events already reported: it ran
+        (or was cut, or never got to run, as that result says). Every other
+        call gets `answer`'s error without running, with events as if run.
+        The aggregate result budget applies, as to any batch.
+        """
         results = []
         for call in calls:
-            result = answer(call)
-            self._on_started(call)
-            self._on_completed(call, result)
+            result = started.get(call.key)
+            if result is None:
+                result = answer(call)
+                self._on_started(call)
+                self._on_completed(call, result)
             results.append(result)
-        return tuple(results)
+        return tuple(self._runner.finish_batch(results, calls))

@@ -10,10 +10,12 @@ from ._dispatcher import Dispatcher as Dispatcher
 from ._dispatcher import DispatcherStatistics as DispatcherStatistics
 from ._gate import CallPlan as CallPlan
 from ._gate import classify as classify
+from ._gate import starts_early as starts_early
 from ._gate import warm as warm
 from ._interrupt import InterruptToken as InterruptToken
 from ._results import attach_results as attach_results
 from ._results import results_of as results_of
+from ._stream import SettledCall as SettledCall
 from ._stream import ToolStream as ToolStream
 
 __all__ = [
@@ -23,9 +25,11 @@ __all__ = [
     "DispatcherStatistics",
     "InterruptToken",
     "PolicyName",
+    "SettledCall",
     "ToolStream",
     "attach_results",
     "classify",
     "results_of",
+    "starts_early",
     "warm",
 ]

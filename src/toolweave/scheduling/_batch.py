@@ -53,7 +53,7 @@ from ._calls import (
 )
 from ._ceilings import Ceilings
 from ._config import ConcurrencyConfig
-from ._gate import CallPlan, classify
+from ._gate import CallPlan, classify, starts_early
 from ._modifiers import apply_modifiers
 from ._policies import Planner
 from ._results import (
@@ -90,7 +90,8 @@ class _State(enum.Enum):
     PENDING = "pending"
     ADMITTED = "admitted"
     RUNNING = "running"
-    DONE = "done"
+    RAN = "ran"  # answered after its runner was entered (it ran, or was cut)
+    DONE = "done"  # answered without running
 
 
 class Batch:
@@ -112,6 +113,7 @@ class Batch:
         config: ConcurrencyConfig,
         eager: bool,
         selective: bool,
+        audit_enforced: bool = False,
     ) -> None:
         self._host = host
         self._registry = registry
@@ -120,6 +122,7 @@ class Batch:
         self._on_started = on_started
         self._on_completed = on_completed
         self._eager = eager and planner.incremental
+        self._audit_enforced = audit_enforced
         self._selective = selective
         self._config = config
         self._ceiling = config.default_tool_timeout
@@ -281,13 +284,14 @@ class Batch:
         """Draw the dependencies of every call that may be planned now, in call order.
 
         A call may be planned once the response is final, or (eager batches)
-        while it streams if the call is parallel-ok.
+        while it streams if it may start early (`starts_early`); the first that
+        may not holds back every later call until the response is final.
         """
         plans = self.plans
         index = self._planned
         if index >= len(plans):
             return
-        final, eager = self.final, self._eager
+        final, eager, audited = self.final, self._eager, self._audit_enforced
         deps_of, finished, dependents = (
             self._planner.deps,
             self._finished,
@@ -300,7 +304,9 @@ class Batch:
             self._ready,
         )
         # Runs in the admitting task, so it need not wake it for what it queues.
-        while index < len(plans) and (final or (eager and plans[index].parallel_ok)):
+        while index < len(plans) and (
+            final or (eager and starts_early(plans[index], audit_enforced=audited))
+        ):
             self._planned = index + 1
             waiting = 0
             for dep in deps_of(index, plans):
@@ -514,8 +520,10 @@ class Batch:
         if self.results[index] is None:
             self._answered += 1
         self.results[index] = result
-        started = self._state[index] is not _State.PENDING
-        self._state[index] = _State.DONE
+        state = self._state[index]
+        started = state is not _State.PENDING
+        ran = state is _State.RUNNING or state is _State.RAN
+        self._state[index] = _State.RAN if ran else _State.DONE
         if self._on_completed is not None and (self.stop != DISCARDED or started):
             fire_completed(self._on_completed, self.calls[index], result)
         if result.is_error and not result.synthetic:
@@ -549,7 +557,8 @@ class Batch:
         why = f"sibling {self.calls[failed].name} failed"
         self._sibling_failure = why
         for index, plan in enumerate(self.plans):
-            if self._state[index] is _State.DONE or plan.tool is None:
+            state = self._state[index]
+            if state is _State.DONE or state is _State.RAN or plan.tool is None:
                 continue
             if plan.tool.abort_siblings_on_error:
                 self._cancel(index, why)
@@ -655,11 +664,28 @@ class Batch:
                 index, not_run(self.calls[index], self._why[index] or why)
             )
 
-    def complete_externally(self, index: int, result: ToolResult) -> None:
-        """Record a result produced outside the engine (after admission ended)."""
+    def complete_externally(
+        self, index: int, result: ToolResult, *, ran: bool = False
+    ) -> None:
+        """Record a result produced outside the engine (after admission ended).
+
+        `ran`: the call was run there (on the dispatch's caller after a close).
+        """
         self._host.waiting -= 1
+        if ran:
+            self._state[index] = _State.RUNNING
         self._record(index, result)
         self._mark_done(index)
+
+    def ran(self, index: int) -> bool:
+        """True once the call at `index` entered its runner (it ran, or runs, or was cut)."""
+        state = self._state[index]
+        return state is _State.RAN or state is _State.RUNNING
+
+    @property
+    def touched(self) -> bool:
+        """True once a call was admitted or answered: its events were emitted."""
+        return self._dispatched > 0 or self._answered > 0
 
     def harvest(self) -> list[ToolResult]:
         """The results in call order; re-raises a tool's KeyboardInterrupt/SystemExit.

@@ -35,7 +35,10 @@ CompletedListener = Callable[[ToolCall, ToolResult], object]
 
 INTERRUPTED = "interrupted by the user"
 CLOSED = "the dispatcher was closed"
-DISCARDED = "the model response was discarded (retried or truncated)"
+DISCARDED = (
+    "the model response it came from was discarded (retried, cut at max_tokens"
+    " or refused)"
+)
 
 
 def fatal_reason(exc: BaseException) -> str:

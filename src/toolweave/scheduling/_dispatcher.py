@@ -169,6 +169,7 @@ class Dispatcher:
         *,
         eager: bool,
         selective: bool,
+        audit_enforced: bool = False,
     ) -> Batch:
         return Batch(
             self._get_host(),
@@ -180,6 +181,7 @@ class Dispatcher:
             config=self.config,
             eager=eager,
             selective=selective,
+            audit_enforced=audit_enforced,
         )
 
     async def dispatch(
@@ -385,7 +387,7 @@ class Dispatcher:
                 if started
                 else not_run(call, CLOSED)
             )
-        batch.complete_externally(index, result)
+        batch.complete_externally(index, result, ran=bool(started))
 
     def _forget(self, batch: Batch) -> None:
         batch.release()
@@ -402,13 +404,18 @@ class Dispatcher:
         on_completed: CompletedListener | None = None,
         *,
         interrupt: InterruptLike | None = None,
+        audit_enforced: bool = False,
     ) -> AsyncIterator[ToolStream]:
         """Open the streaming seam: feed calls as their blocks complete.
 
-        SAFE calls start while the response still streams (if `streaming_overlap`
-        is on and the policy can plan incrementally); the first call that is not
-        SAFE holds itself and every later call until `finish()`. Leaving the block
-        without `harvest()` discards the attempt.
+        While the response still streams (if `streaming_overlap` is on and the
+        policy can plan incrementally), a call starts only if `starts_early`
+        says so: SAFE, claiming no write, and vouched for by its tool's
+        `Warrant` (`audit_enforced`: your runner enforces the declaration
+        audit, so `Warrant.AUDITED` counts). The first call that may not holds
+        itself and every later call until `finish()`; once the response is
+        final every call is scheduled by its plan, as `dispatch` would. Leaving
+        the block without `harvest()` discards the attempt (`ToolStream.discard`).
         """
         async with _as_token(interrupt) as token:
             if not self.config.enabled or self._closed:
@@ -423,6 +430,7 @@ class Dispatcher:
                 on_completed,
                 eager=self.config.streaming_overlap,
                 selective=True,
+                audit_enforced=audit_enforced,
             )
             self._batches.add(batch)
             unsubscribe = token.subscribe(batch.interrupt) if token else None

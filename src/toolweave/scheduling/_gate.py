@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from .._exceptions import ToolInputError
 from ..messages import ToolCall
-from ..tools import Access, Concurrency, Interrupt, Tool, ToolRegistry
+from ..tools import Access, Concurrency, Interrupt, Tool, ToolRegistry, Warrant
 
-__all__ = ["CallPlan", "classify", "warm"]
+__all__ = ["CallPlan", "classify", "starts_early", "warm"]
 
 logger = logging.getLogger("toolweave.scheduling")
 
@@ -117,3 +117,34 @@ def classify(call: ToolCall, registry: ToolRegistry) -> CallPlan:
         return _exclusive(tool, args, "a thread cannot honour CANCEL in parallel")
     access = declared if declared is not None else Access.read_all()
     return CallPlan(tool, args, True, access)
+
+
+def starts_early(plan: CallPlan, *, audit_enforced: bool = False) -> bool:
+    """May this call start while its model response still streams? Never raises.
+
+    The response may yet be retried or cut at ``max_tokens``, and a call
+    started from it has run all the same. So beyond passing the gate
+    (`CallPlan.parallel_ok`) the call must claim no write and its claim must
+    be vouched for (`Tool.warrant`): yours, or one toolweave enforces;
+    `Warrant.AUDITED` only when `audit_enforced` (the runner enforces the
+    declaration audit). A call that provably runs nothing may always start.
+    Everything else waits for the final response, and then overlaps as its
+    plan says.
+    """
+    if not plan.parallel_ok:
+        return False
+    if plan.runs_nothing:
+        return True
+    tool = plan.tool
+    if tool is None or plan.access.writes:
+        return False
+    try:
+        warrant = tool.warrant
+    except Exception:
+        logger.exception("the warrant of %r raised; it does not start early", tool)
+        return False
+    return (
+        warrant is Warrant.USER
+        or warrant is Warrant.ENFORCED
+        or (audit_enforced and warrant is Warrant.AUDITED)
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, final
 
 from .._exceptions import UsageError
@@ -13,7 +14,24 @@ from ._interrupt import InterruptToken
 if TYPE_CHECKING:
     from ._dispatcher import Dispatcher
 
-__all__ = ["ToolStream"]
+__all__ = ["SettledCall", "ToolStream"]
+
+
+@dataclass(frozen=True, slots=True)
+class SettledCall:
+    """One call of a stream that the batch answered, as it was answered.
+
+    What `ToolStream.answered` reports of a discarded attempt: the calls whose
+    `on_started` / `on_completed` fired, with the result `on_completed` got.
+    """
+
+    call: ToolCall
+    """The call."""
+    result: ToolResult
+    """Its result: the tool's, or a synthetic one saying it was cut or not run."""
+    ran: bool
+    """The call entered its runner: it ran to its end, or was cut while running
+    (then `result` says its effects are unknown). False: it never started."""
 
 
 @final
@@ -25,7 +43,9 @@ class ToolStream:
     `harvest` the results in call order — the same results and the same
     `on_started` order as `Dispatcher.dispatch` on the same calls. If the attempt
     is retried or truncated, `discard` it: eager CANCEL calls are cancelled, BLOCK
-    calls run to their end, and nothing is harvested.
+    calls run to their end, and nothing is harvested; once they settled (the
+    `open_stream` block has exited) `answered` says what each started call did,
+    since it did it whatever became of its response.
 
     Loop affinity: `submit`, `finish` and `discard` are synchronous and must be
     called from the event loop's thread; none of them blocks.
@@ -110,11 +130,39 @@ class ToolStream:
         if self._batch is not None:
             self._batch.finish()
 
+    @property
+    def started(self) -> bool:
+        """True once some call was admitted or answered (its events were emitted)."""
+        return self._batch is not None and self._batch.touched
+
     def discard(self) -> None:
-        """Throw this attempt away (a retry or a truncated response). Idempotent."""
+        """Throw this attempt away (a retry or a truncated response). Idempotent.
+
+        Calls not started never will be; a running CANCEL call is cancelled, a
+        BLOCK call runs to its end. Each started call still gets its result
+        (through `on_completed`), and `answered` keeps it.
+        """
         self.discarded = True
         if self._batch is not None:
             self._batch.discard()
+
+    def answered(self) -> list[SettledCall]:
+        """The calls answered so far, in call order, each with its result.
+
+        Of a discarded stream, read it once the `open_stream` block has exited
+        (every started call settled): exactly the calls whose `on_started` or
+        `on_completed` fired. Never blocks.
+        """
+        batch = self._batch
+        if batch is None:
+            return []
+        return [
+            SettledCall(call, result, batch.ran(index))
+            for index, (call, result) in enumerate(
+                zip(batch.calls, batch.results, strict=True)
+            )
+            if result is not None
+        ]
 
     async def harvest(self) -> list[ToolResult]:
         """Finish the stream, wait for every call, and return results in call order.

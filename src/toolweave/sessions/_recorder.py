@@ -67,6 +67,9 @@ class SessionRecorder:
 
     Calls are known by their `ToolCall.ref` (the loop's position key), never by
     the provider's id alone: models repeat ids within a response and across turns.
+    A call of a streaming attempt that was thrown away (a retry) is DISCARDED,
+    and keeps being updated as it goes on: it may run, or be running, all the
+    same, and its `running_at` and result then say so.
 
     Works with any loop that emits the `toolweave.events` protocol. Not
     thread-safe: call from the task that consumes the events. Raises
@@ -106,6 +109,7 @@ class SessionRecorder:
         self._origin = 0.0
         self._iteration = 0
         self._calls: dict[str, CallRecord] = {}
+        self._discarded: dict[str, CallRecord] = {}  # by ref, still updated
         self._attempts: dict[str, int] = {}
         self._model_call: ModelCallRecord | None = None
         self._usage = Usage()
@@ -229,7 +233,7 @@ class SessionRecorder:
 
     def _iteration_started(self, event: IterationStarted) -> None:
         self._iteration = event.iteration
-        self._calls, self._attempts = {}, {}
+        self._calls, self._discarded, self._attempts = {}, {}, {}
 
     def _run_finished(self, event: RunFinished) -> None:
         assert self.run is not None
@@ -284,12 +288,10 @@ class SessionRecorder:
         self._settle_response_calls(response.tool_calls)
 
     def _settle_response_calls(self, calls: tuple[ToolCall, ...]) -> None:
-        """Give every call of the final response its position; drop strays of dead attempts."""
+        """Give every call of the final response its position; discard dead attempts' calls."""
         refs = {c.ref for c in calls}
         for ref in [r for r in self._calls if r not in refs]:
-            self._put(
-                dataclasses.replace(self._calls.pop(ref), state=CallState.DISCARDED)
-            )
+            self._put(dataclasses.replace(self._calls[ref], state=CallState.DISCARDED))
         for index, call in enumerate(calls):
             record = self._calls.get(call.ref)
             if record is None:
@@ -297,11 +299,14 @@ class SessionRecorder:
             self._put(dataclasses.replace(record, index=index, call=call))
 
     def _discard_started(self) -> None:
-        """A retry voids the dead attempt's eagerly started calls."""
-        for ref, record in list(self._calls.items()):
+        """A retry voids the dead attempt: its eagerly started calls are DISCARDED.
+
+        They stay known (`_discarded`): one still running reports its running
+        and its result later, and the record keeps them.
+        """
+        for record in list(self._calls.values()):
             if record.state is not CallState.PENDING:
                 self._put(dataclasses.replace(record, state=CallState.DISCARDED))
-                del self._calls[ref]
 
     # -- tool calls ------------------------------------------------------------------------
 
@@ -323,9 +328,23 @@ class SessionRecorder:
         )
 
     def _put(self, record: CallRecord) -> None:
-        if record.state is not CallState.DISCARDED:
-            self._calls[record.call.ref] = record
+        ref = record.call.ref
+        if record.state is CallState.DISCARDED:
+            live = self._calls.get(ref)
+            if live is not None and live.attempt == record.attempt:
+                del self._calls[ref]
+            self._discarded[ref] = record
+        else:
+            self._calls[ref] = record
         self.store.put_call(record)
+
+    def _progressed(self, ref: str) -> tuple[CallRecord | None, bool]:
+        """The record a call's progress updates, and whether it is a discarded one."""
+        record = self._calls.get(ref)
+        if record is not None:
+            return record, False
+        record = self._discarded.get(ref)
+        return record, record is not None
 
     def _call_admitted(self, event: ToolUseStarted) -> None:
         record = self._calls.get(event.call.ref)
@@ -341,22 +360,24 @@ class SessionRecorder:
         )
 
     def _call_running(self, event: ToolRunning) -> None:
-        record = self._calls.get(event.key or event.call_id)
+        record, discarded = self._progressed(event.key or event.call_id)
         if record is not None:
             self._put(
                 dataclasses.replace(
-                    record, state=CallState.RUNNING, running_at=self._rel(event.at)
+                    record,
+                    state=CallState.DISCARDED if discarded else CallState.RUNNING,
+                    running_at=self._rel(event.at),
                 )
             )
 
     def _call_finished(self, event: ToolResultReady) -> None:
-        record = self._calls.get(event.call.ref)
+        record, discarded = self._progressed(event.call.ref)
         if record is None:
             record = self._new_call(event.call, len(self._calls), CallState.PENDING)
         self._put(
             dataclasses.replace(
                 record,
-                state=CallState.FINISHED,
+                state=CallState.DISCARDED if discarded else CallState.FINISHED,
                 finished_at=self._rel(event.at),
                 result=event.result,
             )

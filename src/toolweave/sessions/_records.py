@@ -43,7 +43,12 @@ class CallState(enum.Enum):
     SKIPPED = "skipped"
     """It had not started when its process died; it was answered as not run."""
     DISCARDED = "discarded"
-    """Started from a streaming attempt the model gateway threw away (a retry)."""
+    """Its call came from a streaming attempt the model gateway threw away (a retry).
+
+    It may have run all the same: `running_at` set means it began executing,
+    and a `result` is what it did (its output, or a synthetic result saying it
+    was cut, effects unknown, or never started). No transcript holds the call;
+    the model was told of one that ran in its next message."""
 
 
 class RunState(enum.Enum):

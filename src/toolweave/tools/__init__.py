@@ -6,6 +6,7 @@ from .._lazy import lazy_exports
 from ._access import Access as Access
 from ._access import Concurrency as Concurrency
 from ._access import Interrupt as Interrupt
+from ._access import Warrant as Warrant
 from ._access import keys_overlap as keys_overlap
 from ._context import ReadLedger as ReadLedger
 from ._context import ReadRecord as ReadRecord
@@ -52,6 +53,7 @@ __all__ = [
     "ToolLike",
     "ToolRegistry",
     "TranscriptView",
+    "Warrant",
     "WrappedTool",
     "coding_tools",
     "keys_overlap",

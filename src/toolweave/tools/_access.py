@@ -6,7 +6,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Access", "Concurrency", "Interrupt", "keys_overlap"]
+__all__ = ["Access", "Concurrency", "Interrupt", "Warrant", "keys_overlap"]
 
 
 class Concurrency(enum.Enum):
@@ -31,6 +31,38 @@ class Interrupt(enum.Enum):
 
     CANCEL = "cancel"
     BLOCK = "block"
+
+
+class Warrant(enum.Enum):
+    """Who vouches that a SAFE call of a tool changes nothing.
+
+    A SAFE claim lets a call overlap others inside a final response whoever
+    makes it. Starting a call *before* the response is final (streaming
+    overlap) needs more: the response may yet be retried or cut at
+    ``max_tokens``, and a call started from it has run all the same. So only a
+    claim someone answers for starts early: the user's own, or one toolweave
+    enforces (`toolweave.scheduling.starts_early`). Fixed per tool, read from
+    `Tool.warrant`.
+    """
+
+    USER = "user"
+    """You vouch for it: your own code or configuration (``@tool``, a `Tool` you
+    build, a framework tool you declared, an MCP server or a manifest you mark
+    ``trusted``)."""
+    ENFORCED = "enforced"
+    """toolweave makes it hold: the built-in readers (``read``, ``glob``, ``grep``,
+    ``todo_read``) by their own code, a bash command proven read-only by running
+    it in the OS sandbox's read-only mode."""
+    AUDITED = "audited"
+    """Someone else's claim about code that runs in this process: it holds where
+    the declaration audit enforces it (``audit="enforce"``), and is unvouched
+    otherwise (a manifest's ``entryPoint`` tool)."""
+    UNVOUCHED = "unvouched"
+    """Nobody answers for it: a third party's hint (an MCP server's
+    ``readOnlyHint``, a manifest command's ``executionMode``, a web server's
+    promise that a GET changes nothing), or a judgement nothing enforces (the
+    bash classifier with no sandbox backend). Such a call overlaps as declared,
+    but only once its response is final."""
 
 
 _SEPARATORS = ("/", ":")

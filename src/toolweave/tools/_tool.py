@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ValidationError
 
 from .._exceptions import ToolInputError
-from ._access import Access, Concurrency, Interrupt
+from ._access import Access, Concurrency, Interrupt, Warrant
 from ._context import ToolContext
 from ._declaration_errors import report_declaration_error
 
@@ -117,6 +117,7 @@ class Tool:
         runs_in_thread: bool = False,
         placement: str = "local",
         resources: Mapping[str, float] | None = None,
+        warrant: Warrant = Warrant.USER,
     ) -> None:
         self.name = name
         """The model-facing name."""
@@ -155,9 +156,21 @@ class Tool:
         self.resources: Mapping[str, float] = dict(resources or {})
         """What one call needs where it runs, e.g. ``{"num_cpus": 4, "num_gpus": 1}``
         (Ray resource names; custom resources allowed). Ignored for local placement."""
+        self._warrant = warrant
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+    @property
+    def warrant(self) -> Warrant:
+        """Who vouches for this tool's SAFE claim: whether its calls may start early.
+
+        `Warrant.USER` unless the tool says otherwise: a tool you build, or
+        declare with ``@tool``, makes its claim in your code. Tools that relay
+        someone else's claim (MCP, manifests) or enforce their own (the
+        built-ins) set it; must not block (read as each streamed call arrives).
+        """
+        return self._warrant
 
     # -- declarations --------------------------------------------------------
 

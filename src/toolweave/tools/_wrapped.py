@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
-from ._access import Access, Concurrency
+from ._access import Access, Concurrency, Warrant
 from ._context import ToolContext
 from ._tool import PermissionCheck, Tool
 
@@ -46,6 +46,12 @@ class WrappedTool(Tool):
         super().__init__(**{**declared, **overrides})
         self.inner = inner
         """The wrapped tool."""
+        self._own_warrant = "warrant" in overrides
+
+    @property
+    def warrant(self) -> Warrant:
+        """The inner tool's (it makes the claims), unless `overrides` gave one."""
+        return self._warrant if self._own_warrant else self.inner.warrant
 
     def parse(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """The inner tool's validation."""

@@ -15,7 +15,7 @@ import toolweave as tw
 from toolweave.execution import ExecutionConfig, ToolRunner
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher, PolicyName
 from toolweave.tools import SessionState
-from toolweave.tools.manifest import ManifestTool, load_manifest
+from toolweave.tools.manifest import ManifestTool, load_manifest, load_manifests
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +49,7 @@ def probe() -> Iterator[Probe]:
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> tw.ToolRegistry:
+def manifest(tmp_path: Path) -> Path:
     manifest = tmp_path / "tools.json"
     tools = [
         _tool("par_read", "parallel", {"reads": ["k:{key}"]}),
@@ -58,7 +58,13 @@ def registry(tmp_path: Path) -> tw.ToolRegistry:
         _tool("par_any", "parallel", None),  # undeclared: reads everything
     ]
     manifest.write_text(json.dumps({"tools": tools}))
-    return tw.ToolRegistry(load_manifest(manifest))
+    return manifest
+
+
+@pytest.fixture
+def registry(manifest: Path) -> tw.ToolRegistry:
+    # trusted: its parallel tools may start while a response streams
+    return tw.ToolRegistry(load_manifest(manifest, trusted=True))
 
 
 def _runner(registry: tw.ToolRegistry, tmp_path: Path) -> ToolRunner:
@@ -169,3 +175,56 @@ async def test_a_discarded_stream_never_starts_a_sequential_call(
         await anyio.wait_all_tasks_blocked()
         stream.discard()  # a retried response: c must leave no side effect
     assert "start c" not in probe.log
+
+
+@pytest.mark.parametrize(
+    ("trusted", "audit_enforced", "early"),
+    [
+        (True, False, True),  # you vouch for the manifest
+        (False, True, True),  # an entry point runs here: the audit enforces it
+        (False, False, False),  # someone's claim, nothing enforces it
+    ],
+)
+async def test_a_parallel_manifest_tool_starts_early_only_if_vouched_for(
+    probe: Probe,
+    manifest: Path,
+    tmp_path: Path,
+    trusted: bool,
+    audit_enforced: bool,
+    early: bool,
+) -> None:
+    registry = tw.ToolRegistry(load_manifest(manifest, trusted=trusted))
+    runner = _runner(registry, tmp_path)
+    stream_of = Dispatcher().open_stream(
+        registry, runner, audit_enforced=audit_enforced
+    )
+    async with stream_of as stream:
+        stream.submit(CALLS[0])  # par_read a
+        await anyio.wait_all_tasks_blocked()
+        assert probe.running == ({"a"} if early else set())
+        stream.finish()  # final: it runs either way, as its plan says
+        await anyio.wait_all_tasks_blocked()
+        assert probe.running == {"a"}
+        probe.gate("a").set()
+        [result] = await stream.harvest()
+    assert result.text == "did a"
+
+
+def test_who_vouches_for_a_manifest_tool(manifest: Path, tmp_path: Path) -> None:
+    command = tmp_path / "cmd.json"
+    spec = {**_tool("cmd", "parallel", None), "command": ["true"]}
+    del spec["entryPoint"]
+    command.write_text(json.dumps(spec))
+    [entry] = [t for t in load_manifest(manifest) if t.name == "par_read"]
+    [cmd] = load_manifest(command)
+    [trusted_cmd] = load_manifest(command, trusted=True)
+    assert entry.warrant is tw.tools.Warrant.AUDITED
+    assert cmd.warrant is tw.tools.Warrant.UNVOUCHED
+    assert trusted_cmd.warrant is tw.tools.Warrant.USER
+    assert {t.warrant for t in load_manifests(tmp_path)} == {
+        tw.tools.Warrant.AUDITED,
+        tw.tools.Warrant.UNVOUCHED,
+    }
+    assert {t.warrant for t in load_manifests(tmp_path, trusted=True)} == {
+        tw.tools.Warrant.USER
+    }

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
-from .._access import Access, Concurrency, Interrupt
+from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
 from .._sandbox_mode import SandboxMode, sandbox_mode
 from .._tool import PermissionCheck, Tool
@@ -167,6 +168,19 @@ class BashTool(Tool):
             timeout=MAX_TIMEOUT + 30,
             abort_siblings_on_error=True,
         )
+
+    @cached_property
+    def warrant(self) -> Warrant:
+        """ENFORCED where an OS sandbox backend runs read-only calls read-only.
+
+        A command the classifier proves read-only then cannot write whatever it
+        really does, so it may start while the response streams. With no
+        backend only the classifier's small conservative core is SAFE, and on
+        its judgement alone: UNVOUCHED (it overlaps, once the response is final).
+        """
+        if self.sandbox.backend_for(SandboxMode.READ_ONLY) is None:
+            return Warrant.UNVOUCHED
+        return Warrant.ENFORCED
 
     def teach(self, read_only_commands: Iterable[str]) -> None:
         """Add user read-only command prefixes (``"bd show"``, ``"gh api"``).

@@ -12,7 +12,7 @@ import anyio.from_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError
-from .._access import Access, Concurrency, Interrupt
+from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import Tool
@@ -66,6 +66,7 @@ class GlobTool(Tool):
             # The walk runs on a worker thread but checks for cancellation at
             # each directory, so a cancel does stop it: the gate may overlap it.
             runs_in_thread=False,
+            warrant=Warrant.ENFORCED,  # its own code only lists
         )
 
     def permission_subject(self, args: dict[str, Any]) -> PurePath:

@@ -19,7 +19,7 @@ import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError
-from .._access import Access, Concurrency, Interrupt
+from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import Tool
@@ -105,6 +105,7 @@ class GrepTool(Tool):
                 else (Workspace.key(self.workspace.root),)
             ),
             interrupt=Interrupt.CANCEL,
+            warrant=Warrant.ENFORCED,  # its own code (and rg, as it runs it) only reads
         )
 
     def permission_subject(self, args: dict[str, Any]) -> PurePath:

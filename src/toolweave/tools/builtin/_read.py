@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
 from ...messages import ContentBlock, Image, Text, ToolCall
-from .._access import Access, Concurrency, Interrupt
+from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import SessionState, ShownResult, ToolContext, result_digest
 from .._threads import run_in_worker_thread
 from .._tool import Tool
@@ -143,6 +143,7 @@ class ReadTool(Tool):
             interrupt=Interrupt.BLOCK,
             runs_in_thread=True,
             max_result_chars=None,  # pages instead (see DEFAULT_CHAR_LIMIT)
+            warrant=Warrant.ENFORCED,  # its own code only reads
         )
 
     def permission_subject(self, args: dict[str, Any]) -> PurePath:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolInputError
-from .._access import Access, Concurrency, Interrupt
+from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import SessionState, ToolContext
 from .._tool import Tool
 
@@ -124,6 +124,7 @@ class TodoReadTool(Tool):
             access=lambda args: Access(reads=(TODO_KEY,)),
             access_bound=Access(reads=(TODO_KEY,)),
             interrupt=Interrupt.BLOCK,
+            warrant=Warrant.ENFORCED,  # its own code only reads the list
         )
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:

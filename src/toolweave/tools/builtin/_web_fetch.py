@@ -10,7 +10,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
-from .._access import Access, Concurrency, Interrupt
+from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
 from .._tool import PermissionCheck, Tool
 from ._html import html_to_text
@@ -89,6 +89,10 @@ class WebFetchTool(Tool):
             access_bound=Access(reads=("net:",)),
             interrupt=Interrupt.CANCEL,
             timeout=timeout + 5,
+            # A GET changes nothing only on the web server's word (RFC 9110's
+            # "safe" methods): it overlaps, but never starts before its
+            # response is final.
+            warrant=Warrant.UNVOUCHED,
         )
 
     def permission_subject(self, args: dict[str, Any]) -> str:

@@ -29,6 +29,11 @@ streaming seam honour it: a sequential tool never overlaps another call under
 response is final when streaming. Under ``conflict`` a sequential tool *with*
 an ``access`` template waits for every call whose keys conflict with it (and
 only those); without one it is a barrier there too.
+
+A manifest is someone's claim about a tool, so a ``parallel`` tool starts
+before the model's response is final only if you vouch for it
+(``load_manifest(path, trusted=True)``), or if it is an ``entryPoint`` run under
+``audit="enforce"``; otherwise it overlaps inside a final response only.
 """
 
 from ._load import load_manifest as load_manifest

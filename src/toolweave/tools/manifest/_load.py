@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from ..._exceptions import ConfigError, ToolDefinitionError
+from .._access import Warrant
 from .._tool import Tool
 from ._schema_tool import compile_input_schema
 from ._spec import ToolSpec, manifest_error, read_specs
@@ -132,7 +133,23 @@ def _command_runner(site: _Site, spec: ToolSpec, props: set[str]) -> CommandRunn
     )
 
 
-def _build(site: _Site, spec: ToolSpec) -> ManifestTool:
+def _warrant(runner: CommandRunner | EntryPointRunner, *, trusted: bool) -> Warrant:
+    """Who vouches for the manifest's ``executionMode``.
+
+    A manifest is a declaration someone wrote about a tool (often not you: a
+    plugin ships one), so its ``parallel`` is taken at your word only when you
+    load it as trusted. Otherwise a Python entry point runs in this process,
+    where the declaration audit can enforce it (`Warrant.AUDITED`); what a
+    command does is out of sight.
+    """
+    if trusted:
+        return Warrant.USER
+    if isinstance(runner, EntryPointRunner):
+        return Warrant.AUDITED
+    return Warrant.UNVOUCHED
+
+
+def _build(site: _Site, spec: ToolSpec, *, trusted: bool) -> ManifestTool:
     try:
         compile_input_schema(spec.name, spec.input_schema)
     except ToolDefinitionError as exc:
@@ -167,15 +184,22 @@ def _build(site: _Site, spec: ToolSpec) -> ManifestTool:
         interrupt=interrupt_of(spec.interrupt),
         timeout=spec.timeout,
         aliases=spec.aliases,
+        warrant=_warrant(runner, trusted=trusted),
     )
 
 
-def load_manifest(path: str | os.PathLike[str]) -> list[Tool]:
+def load_manifest(path: str | os.PathLike[str], *, trusted: bool = False) -> list[Tool]:
     """Load the tools a JSON or TOML manifest declares.
 
     Relative paths in the manifest (a ``command`` program such as ``./run.sh``,
     ``cwd``, an ``entryPoint`` file such as ``tools.py:main``) are relative to the
     manifest's directory; a command runs there unless ``cwd`` says otherwise.
+
+    ``executionMode: "parallel"`` makes a tool SAFE either way. `trusted` says
+    you vouch for the manifest (you wrote it, or checked it): its parallel
+    tools may then also start while the model's response still streams.
+    Untrusted (the default), they start only once the response is final,
+    except an ``entryPoint`` tool under ``audit="enforce"`` (`Tool.warrant`).
 
     Raises:
         ConfigError: the file cannot be read or parsed, or a field is invalid;
@@ -189,14 +213,17 @@ def load_manifest(path: str | os.PathLike[str]) -> list[Tool]:
         if spec.name in seen:
             raise site.error("name", f"tool {spec.name!r} is declared twice")
         seen.add(spec.name)
-        tools.append(_build(site, spec))
+        tools.append(_build(site, spec, trusted=trusted))
     return tools
 
 
-def load_manifests(directory: str | os.PathLike[str]) -> list[Tool]:
+def load_manifests(
+    directory: str | os.PathLike[str], *, trusted: bool = False
+) -> list[Tool]:
     """Load every ``*.json`` and ``*.toml`` manifest in `directory` (not recursive).
 
-    Files are read in name order, and tools keep that order.
+    Files are read in name order, and tools keep that order. `trusted` is
+    `load_manifest`'s, for every file.
 
     Raises:
         ConfigError: `directory` is not a directory, a manifest is invalid, or two
@@ -210,7 +237,7 @@ def load_manifests(directory: str | os.PathLike[str]) -> list[Tool]:
     for file in sorted(
         p for p in folder.iterdir() if p.suffix in _SUFFIXES and p.is_file()
     ):
-        for tool in load_manifest(file):
+        for tool in load_manifest(file, trusted=trusted):
             if tool.name in origin:
                 raise ConfigError(
                     f"tool {tool.name!r} is declared in both {origin[tool.name]} and {file}"

@@ -50,10 +50,16 @@ class MCPServerConfig:
     headers: Mapping[str, str] | None = None
     """http: headers sent with every request (authentication, for instance)."""
     trusted: bool = False
-    """Run every tool of this server as SAFE, whatever its annotations say.
+    """You vouch for this server: its annotations are taken at your word.
 
-    Untrusted (the default), a tool is SAFE only if its annotations say
-    ``readOnlyHint: true`` and not ``destructiveHint: true`` (as in Codex).
+    Trusted, every tool of the server is SAFE whatever its annotations say, and
+    its read-only tools (``readOnlyHint: true``, not ``destructiveHint: true``)
+    may start while the model's response still streams. Untrusted (the
+    default), a tool is SAFE only if its annotations say read-only (as in
+    Codex), and it starts only once the response is final: the MCP
+    specification holds annotations untrusted unless the server is, and a
+    response that is then retried or cut at ``max_tokens`` must not have run a
+    tool on a hint.
     """
     touches: tuple[str, ...] | None = None
     """Resource keys the server's tools act on, such as ``("fs:/abs/repo",)``.

@@ -9,6 +9,14 @@ How a tool is declared, from the server's config and the tool's annotations
 | mutating, server not trusted           | SEQUENTIAL, barrier   | SEQUENTIAL, writes K     |
 | mutating, server trusted               | SAFE, reads ``*``     | SAFE, writes K           |
 
+Only a read-only tool of a *trusted* server may start while the model's response
+still streams (`Warrant.USER`: you vouch for the server's annotations). An
+untrusted server's ``readOnlyHint`` is a hint (the MCP specification: annotations
+are untrusted unless they come from a trusted server): the tool overlaps as the
+table says, but only inside a final response, so a response that is retried or
+cut at ``max_tokens`` never ran it. A mutating tool of a trusted server claims
+nothing read-only and never starts early either.
+
 K is ``mcp:<server>`` plus the configured keys. Why not just ``mcp:<server>``:
 a server's tools act on the world, not on the server. A git server's commit
 changes the repository that a built-in ``read`` of ``fs:/repo/a.py`` observes,
@@ -26,7 +34,7 @@ from typing import Any, final
 import mcp.types as mt
 
 from ..._exceptions import ToolError
-from .._access import Access, Concurrency, Interrupt
+from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
 from .._tool import AccessSpec
 from ..manifest import JSONSchemaTool
@@ -99,6 +107,9 @@ class MCPTool(JSONSchemaTool):
             interrupt=Interrupt.CANCEL if read_only else Interrupt.BLOCK,
             timeout=config.timeout,
             replaceable_output=True,
+            warrant=(
+                Warrant.USER if read_only and config.trusted else Warrant.UNVOUCHED
+            ),
         )
         self.server = server
         """The server that runs this tool."""
