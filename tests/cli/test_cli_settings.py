@@ -153,6 +153,7 @@ def test_settings_become_runtime_objects(
         git.name == "git"
         and git.args == ("-m", "mcp_server_git")
         and git.cwd == str(workspace)
+        and git.trusted  # vouched for: its read-only tools may start early
     )
     model = build_model(s)
     assert model.name == "claude-sonnet-4-5"

@@ -15,10 +15,12 @@ from loop_support import (
 
 from toolweave._exceptions import OverloadedError
 from toolweave.events import CompletionReason, Retry, ToolUseStarted
+from toolweave.events import Warning as WarningEvent
+from toolweave.execution import Hooks, StopDecision, StopInput
 from toolweave.loop import Agent
-from toolweave.messages import Usage
-from toolweave.models import RetryPolicy, ScriptStep
-from toolweave.tools import Access, Concurrency, tool
+from toolweave.messages import ModelResponse, Text, Usage
+from toolweave.models import RetryPolicy, ScriptedModel, ScriptStep
+from toolweave.tools import Access, Concurrency, Tool, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -74,3 +76,63 @@ async def test_fallback_model_is_used_and_costed() -> None:
     assert set(result.model_usage) == {"gpt-4o"}
     assert result.model_usage["gpt-4o"].cost == pytest.approx(2.5)
     assert result.cost == pytest.approx(2.5)
+
+
+def _dying_then(*rest: ModelResponse) -> tuple[list[str], Tool, ScriptedModel]:
+    """A model whose first stream runs `look` early, then dies; then `rest`."""
+    seen: list[str] = []
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def look(what: str) -> str:
+        """A read."""
+        seen.append(what)
+        return f"saw {what}"
+
+    dying = ScriptStep(
+        ModelResponse([call("dead", "look", what="early"), Text("x" * 40)]),
+        chunk_delay=0.01,
+        text_chunk_chars=1,
+        fail_after_chunks=30,  # 29 waits: ample for the early start
+        error=OverloadedError("overloaded mid-stream"),
+    )
+    return seen, look, scripted(dying, *rest)
+
+
+@pytest.mark.parametrize("next_message", ["tool results", "stop hook", "none"])
+async def test_a_dead_attempts_call_that_ran_is_told_in_the_next_user_message(
+    next_message: str,
+) -> None:
+    hooks = Hooks()
+    asked: list[bool] = []
+
+    @hooks.stop
+    def once_more(data: StopInput) -> StopDecision | None:
+        asked.append(data.stop_hook_active)
+        return None if data.stop_hook_active else StopDecision(reason="go on")
+
+    live = (
+        use(call("live", "look", what="again"))
+        if next_message == "tool results"
+        else say("done")
+    )
+    seen, look, model = _dying_then(live, say("done"))
+    cfg = config(retry=NO_WAIT, hooks=hooks if next_message == "stop hook" else None)
+    result, events = await run_collect(Agent(model, [look], config=cfg))
+    assert result.completion_reason is CompletionReason.COMPLETED
+    assert seen[0] == "early"  # it ran, from the attempt that died
+    assert "dead" not in [c.id for m in result.messages for c in m.tool_calls]
+    told = [
+        b.text
+        for m in result.messages
+        if m.role == "user"
+        for b in m.blocks
+        if isinstance(b, Text) and "discarded" in b.text
+    ]
+    warned = [e.message for e in events if isinstance(e, WarningEvent)]
+    if next_message == "none":
+        assert told == []
+        assert any("saw early" in w and "ended before" in w for w in warned)
+    else:
+        assert len(told) == 1 and "look" in told[0] and "saw early" in told[0]
+        assert not any("ended before" in w for w in warned)
+    assert_provider_valid(result.messages)
