@@ -11,11 +11,12 @@ import pytest
 from browser_support import bars_in, chromium, find_chromium, hex_rgb, png_colours
 from rich.console import Console
 
+from toolweave._exceptions import OverloadedError
 from toolweave.cli._demo import run_demo
 from toolweave.cli._timeline import write_timeline
-from toolweave.loop import Agent
+from toolweave.loop import Agent, AgentConfig
 from toolweave.messages import ModelResponse, StopReason, Text, ToolCall, Usage
-from toolweave.models import ScriptedModel
+from toolweave.models import RetryPolicy, ScriptedModel, ScriptStep
 from toolweave.sessions import (
     CallState,
     SessionRecorder,
@@ -139,4 +140,42 @@ def test_headless_chromium_draws_one_bar_per_call(tmp_path: Path) -> None:
                 f"{name}: no {outcome} bar painted"
             )
     demo_store.close()
+    store.close()
+
+
+async def _retried_after_an_early_start(store: SQLiteSessionStore) -> str:
+    """A session whose first stream started a read early, then died and was retried."""
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def look(key: str) -> str:
+        """Look at a key."""
+        return f"value of {key}"
+
+    dying = ScriptStep(
+        ModelResponse([ToolCall("dead", "look", {"key": "x"}), Text("x" * 30)]),
+        chunk_delay=0.01,
+        text_chunk_chars=1,
+        fail_after_chunks=20,
+        error=OverloadedError("mid-stream"),
+    )
+    model = ScriptedModel(
+        [dying, ModelResponse([Text("done")], StopReason.END_TURN, Usage(1, 1))]
+    )
+    sid = store.create_session(workspace="/w", model="scripted", title="t").id
+    recorder = SessionRecorder(store, sid, model="scripted")
+    config = AgentConfig(retry=RetryPolicy(initial_delay=0.0, jitter=0.0))
+    async for event in Agent(model, [look], config=config).run_stream("go"):
+        recorder.record(event)
+    return sid
+
+
+def test_a_discarded_call_that_ran_says_so(tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    sid = anyio.run(_retried_after_an_early_start, store)
+    [dead] = store.calls(sid)
+    assert dead.state is CallState.DISCARDED and dead.running_at is not None
+    page, bars = write_timeline(store, sid, tmp_path / "t.html")
+    html = page.read_text()
+    assert bars == 1 and "discarded attempt, but it ran" in html
+    assert "value of x" in html  # its result, in the bar's tooltip
     store.close()

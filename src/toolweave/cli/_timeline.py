@@ -69,7 +69,10 @@ _LEGEND = (
     ("bar running", "still running or waiting when the session was last seen"),
     ("bar synthetic", "synthetic result: never started, or cut short (dashed)"),
     ("bar lost", "interrupted, outcome unknown (the process died)"),
-    ("bar discarded", "discarded attempt: its response was retried"),
+    (
+        "bar discarded",
+        "discarded attempt: its response was retried (a bar: it ran all the same)",
+    ),
     ("model", "model streaming its response"),
     ("first-chunk", "the model's first chunk arrived"),
 )
@@ -168,6 +171,8 @@ def _call_lane(
         label += f" (attempt {r.attempt})"
     if outcome in _LANE_NOTES:
         label += f" — {_LANE_NOTES[outcome]}"
+        if outcome == "discarded" and r.running_at is not None:
+            label += ", but it ran"
     if bar.violations:
         label += f" {MARKER}"
     yield f'<text x="4" y="{y + 16}">{_e(label)}</text>'

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, final
 
 from ..events import Warning as WarningEvent
 from ..messages import Message, ModelResponse, Text, ToolCall, ToolResult
+from ..scheduling import results_of
 from ._tool_batch import discarded_calls_note, unanswered_call_result
 
 if TYPE_CHECKING:
@@ -98,7 +99,13 @@ class DiscardedCalls:
         else:
             for call in calls[len(known) :]:  # arrived as the halt came
                 stream.submit(call)
-            results = await loop.batcher.run(calls, stream)
+            try:
+                results = await loop.batcher.run(calls, stream)
+            except (KeyboardInterrupt, SystemExit) as exc:
+                answered = results_of(exc)  # a tool raised it: record, then let go
+                if answered is not None:
+                    loop.conversation.append(Message("user", tuple(answered)))
+                raise
         loop.conversation.append(Message("user", (*results, *self.take_notes())))
 
     def warn_undelivered(self) -> None:
