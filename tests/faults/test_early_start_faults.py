@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -64,6 +64,27 @@ pytestmark = [
         r"ignore:Async generator '(openai|anthropic|httpx2|httpcore2)\.:ResourceWarning"
     ),
 ]
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """asyncio, and trio on its real clock.
+
+    The official SDKs and MCP servers wait on real sockets and pipes: under
+    trio's autojumping MockClock every such wait would let virtual time jump to
+    the next deadline. Nothing here asserts a duration.
+    """
+    return request.param
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    """A scripted provider endpoint; fails the test on an unscripted request."""
+    with LoopbackServer() as loopback:
+        yield loopback
+    assert not loopback.unexpected, f"unscripted requests: {loopback.unexpected}"
+    assert not loopback.errors, f"the loopback server failed: {loopback.errors}"
+
 
 PROVIDERS = ["anthropic", "openai_chat"]
 CALL_ID = {"anthropic": "toolu_early", "openai_chat": "call_early"}
