@@ -13,6 +13,7 @@ from rich.console import Console
 
 from toolweave._exceptions import OverloadedError
 from toolweave.cli._demo import run_demo
+from toolweave.cli._show import render_transcript
 from toolweave.cli._timeline import write_timeline
 from toolweave.loop import Agent, AgentConfig
 from toolweave.messages import ModelResponse, StopReason, Text, ToolCall, Usage
@@ -178,4 +179,17 @@ def test_a_discarded_call_that_ran_says_so(tmp_path: Path) -> None:
     html = page.read_text()
     assert bars == 1 and "discarded attempt, but it ran" in html
     assert "value of x" in html  # its result, in the bar's tooltip
+    store.close()
+
+
+def test_show_lists_a_discarded_call_that_ran(tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    sid = anyio.run(_retried_after_an_early_start, store)
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+    for part in render_transcript(store, sid):
+        console.print(part)
+    text = out.getvalue()
+    assert "ran from a discarded (retried) response, run 1" in text
+    assert "value of x" in text
     store.close()

@@ -157,6 +157,24 @@ def _violations(store: SessionStore, session_id: str) -> Iterator[RenderableType
         yield Text(f"  {MARKER} run {v.run} · {v.call_id} · {violation_line(v)}")
 
 
+def _ran_from_discarded(store: SessionStore, session_id: str) -> Iterator[Text]:
+    """Calls that ran from a response the gateway retried: in no message, but real."""
+    for c in store.calls(session_id):
+        if c.state is not CallState.DISCARDED or c.running_at is None:
+            continue
+        outcome = _first_line(c.result.text) if c.result is not None else "no result"
+        yield Text(
+            f"ran from a discarded (retried) response, run {c.run}:"
+            f" {call_label(c.call, 60)} -> {outcome}",
+            style="yellow",
+        )
+
+
+def _first_line(text: str, width: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "(no output)"
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def render_transcript(
     store: SessionStore, session_id: str, *, full: bool = False
 ) -> Iterator[RenderableType]:
@@ -180,6 +198,7 @@ def render_transcript(
     ]
     for message in store.messages(session.id):
         yield from _message(message, lost, full)
+    yield from _ran_from_discarded(store, session.id)
     yield from _violations(store, session.id)
     yield Text(
         f"status: {session.status}", style=_STATUS_STYLES.get(session.status, "bold")

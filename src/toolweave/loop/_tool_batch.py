@@ -55,7 +55,8 @@ def refused_call_result(call: ToolCall) -> ToolResult:
     A refusal (Anthropic ``refusal``, a ``content_filter`` finish) means the
     provider's safety system cut or filtered the response: a call in it is
     not one the provider let through whole, so it is not run (fail closed),
-    as a truncated response's calls are not.
+    as a truncated response's calls are not. One that had already started
+    while the response streamed keeps its result instead (`answer_void`).
     """
     return ToolResult(
         call.id,
