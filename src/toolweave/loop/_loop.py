@@ -331,6 +331,7 @@ class RunLoop:
         return eager
 
     async def _call_model(self, step: CallModel) -> Step:
+        await self.discarded.gather()  # a call retried after shrinking the prompt
         self.eager = self._eager_batch()
         try:
             response = await self.caller.call(
