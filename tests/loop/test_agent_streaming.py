@@ -438,3 +438,45 @@ async def test_interrupt_while_early_calls_run_during_the_stream_records_them() 
     [answer] = answers.tool_results
     assert answer.is_error and "effects it had are unknown" in answer.text
     assert_provider_valid(run.result.messages)
+
+
+async def test_the_wall_clock_ending_the_stream_keeps_what_its_early_call_did(
+    anyio_backend: object,
+) -> None:
+    """The budget abandons the model call; a call that ran early is still recorded."""
+    ran: list[str] = []
+
+    @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
+    async def look(what: str) -> str:
+        """A read that may start early."""
+        ran.append(what)
+        return f"saw {what}"
+
+    @tool
+    async def note(text: str) -> str:
+        """SEQUENTIAL: it waits for the final response, which never comes."""
+        ran.append(text)
+        return "noted"
+
+    virtual = isinstance(anyio_backend, tuple)
+    response = ModelResponse(
+        [call("l1", "look", what="x"), call("n1", "note", text="y"), Text("z" * 50)],
+        StopReason.TOOL_USE,
+    )
+    step = ScriptStep(response, chunk_delay=1.0 if virtual else 0.2, text_chunk_chars=1)
+    agent = Agent(
+        scripted(step),
+        [look, note],
+        config=config(max_wall_clock=5.0 if virtual else 1.0),
+    )
+    result, events = await run_collect(agent)
+    assert result.completion_reason is CompletionReason.BUDGET_EXCEEDED
+    assert ran == ["x"]
+    _prompt, partial, answers = result.messages
+    assert [c.id for c in partial.tool_calls] == ["l1", "n1"]
+    looked, noted = answers.tool_results
+    assert looked == ToolResult("l1", "saw x")
+    assert noted.is_error and noted.text.startswith("Not run")
+    ready = {e.call.id: e.result for e in events if isinstance(e, ToolResultReady)}
+    assert ready == {"l1": looked, "n1": noted}
+    assert_provider_valid(result.messages)
