@@ -121,7 +121,9 @@ class RunLoop:
         self.state = replace(
             setup.state, transcript=TranscriptResults(self.conversation)
         )
-        self.runner = setup.runner(emit, self.budget, self.state)
+        self.runner = setup.runner(
+            emit, self.budget, self.state, halt=self.control.halt
+        )
         limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(
             dispatcher=dispatcher,
