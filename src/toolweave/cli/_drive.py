@@ -1,26 +1,21 @@
-"""Driving one run: events to the recorder and the display, Ctrl-C to interrupt or quit."""
+"""Driving one run: events to the recorder and the display; signals to interrupt or quit."""
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
 from .._exceptions import StoreError
 from ..events import CompletionReason, Event, RunFinished
-from ..loop import Agent, AgentRun
+from ..loop import Agent
 from ..messages import Message
 from ..sessions import SessionRecorder
 from ._output import RunOutput
+from ._signals import INTERRUPT_NOTE, Stops, watch_stops
 
 __all__ = ["INTERRUPT_NOTE", "DriveResult", "drive_run", "exit_code"]
-
-INTERRUPT_NOTE = (
-    "Interrupting: running calls stop or finish per their interrupt behaviour,"
-    " calls not started are answered as not run. Press Ctrl-C again to quit at once."
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,39 +25,23 @@ class DriveResult:
     finished: RunFinished | None
     """The run's last event; None if the user quit before it."""
     quit: bool = False
-    """True if a second Ctrl-C ended it."""
+    """True if a second signal ended it."""
+    stops: Stops = field(default_factory=Stops)
+    """The signals (or the closed output) that stopped it from outside."""
 
 
 def exit_code(result: DriveResult) -> int:
-    """0 for a completed run, 130 for an interrupted or quit one, 1 otherwise."""
-    if result.quit or result.finished is None:
-        return 130
-    reason = result.finished.reason
-    if reason is CompletionReason.COMPLETED:
-        return 0
-    return 130 if reason is CompletionReason.INTERRUPTED else 1
+    """The exit status: 0 completed, 128 + the signal or 141 stopped, else 1.
 
-
-class _Signals:
-    def __init__(self) -> None:
-        self.interrupted = False
-        self.quit = False
-
-
-async def _watch_sigint(
-    run: AgentRun, output: RunOutput, outer: anyio.CancelScope, state: _Signals
-) -> None:
-    """First Ctrl-C interrupts the run (it ends cleanly, resumable); the second quits."""
-    with anyio.open_signal_receiver(signal.SIGINT) as signals:
-        async for _ in signals:
-            if not state.interrupted:
-                state.interrupted = True
-                run.interrupt()
-                output.note(INTERRUPT_NOTE)
-            else:
-                state.quit = True
-                outer.cancel()
-                return
+    130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP; 141 when the output was closed
+    (see `Stops.exit_code`).
+    """
+    finished = result.finished
+    reason = None if finished is None else finished.reason
+    return result.stops.exit_code(
+        completed=reason is CompletionReason.COMPLETED,
+        interrupted=finished is None or reason is CompletionReason.INTERRUPTED,
+    )
 
 
 def _record(
@@ -91,11 +70,11 @@ async def drive_run(
 
     Each event is recorded before it is shown, so whatever a viewer (or a
     ``--json`` consumer) has seen is already durable. With `handle_signals`,
-    Ctrl-C (SIGINT) interrupts the run and a second one quits; a quit run is
-    recorded as abandoned. A store failure is shown and the run continues
-    unrecorded.
+    Ctrl-C (SIGINT), SIGTERM or SIGHUP interrupts the run and a second signal
+    quits (`watch_stops`); so does stdout going away. A quit run is recorded
+    as abandoned. A store failure is shown and the run continues unrecorded.
     """
-    state = _Signals()
+    stops = Stops()
     finished: RunFinished | None = None
     with anyio.CancelScope() as outer:
         async with (
@@ -103,7 +82,7 @@ async def drive_run(
             anyio.create_task_group() as tg,
         ):
             if handle_signals:
-                tg.start_soon(_watch_sigint, run, output, outer, state)
+                await tg.start(watch_stops, run, output, outer, stops)
             events = run.events()
             try:
                 async with output.running():
@@ -124,4 +103,4 @@ async def drive_run(
             recorder.abandon("the user quit before the run finished")
         except StoreError as exc:
             output.note(f"could not record the quit: {exc}")
-    return DriveResult(finished, quit=state.quit)
+    return DriveResult(finished, quit=stops.quit, stops=stops)
