@@ -52,7 +52,7 @@ class Fifos:
 
     workspace: Path
     marker: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    held: list[int] = field(default_factory=list)
+    held: dict[str, int] = field(default_factory=dict)
 
     def name(self, label: str) -> str:
         """The FIFO for `label` (made on first use), relative to the workspace."""
@@ -79,12 +79,12 @@ class Fifos:
             opener.join()
             os.close(box[0])
             raise AssertionError(f"the command reading {path.name} never started")
-        self.held.append(box[0])
+        self.held[label] = box[0]
 
-    def release(self) -> None:
-        """Close every held write end (the readers see end of file)."""
-        while self.held:
-            os.close(self.held.pop())
+    def release(self, label: str | None = None) -> None:
+        """Close `label`'s held write end, or every one (the readers see end of file)."""
+        for name in [label] if label is not None else list(self.held):
+            os.close(self.held.pop(name))
 
     def survivors(self) -> list[str]:
         """Live processes (not zombies) whose command line names one of these FIFOs."""

@@ -278,7 +278,7 @@ def test_a_signal_while_a_block_call_runs_lets_it_finish(
         for event in stream:
             if event["type"] == "Note":  # the interrupt was taken
                 assert "Interrupting" in str(event["message"])
-                fifos.release()  # the BLOCK call may now finish
+                fifos.release("hook")  # the BLOCK call may now finish
             assert event["type"] != "IterationStarted" or event.get("iteration") == 1
         assert proc.wait(timeout=60) == 128 + signum
     finally:
@@ -468,3 +468,33 @@ def test_the_live_views_terminal_gone_ends_the_run_quietly(
     session, answers = _stopped(db, fifos)
     assert answers["c1"].startswith(CANCELLED)
     _resume_keeps_the_answers(tmp_path, workspace, db, session, answers)
+
+
+# -- before the run: the CLI starting up (an MCP server that never answers) ----------
+
+
+@pytest.mark.parametrize("signum", SIGNALS)
+def test_a_signal_while_the_cli_starts_exits_cleanly(
+    tmp_path: Path, workspace: Path, fifos: Fifos, signum: int
+) -> None:
+    (workspace / "toolweave.toml").write_text(
+        f'[mcp_servers.slow]\ncommand = "cat"\nargs = ["{fifos.name("server")}"]\n'
+    )
+    steps = script(tmp_path / "s.json", final("never reached"))
+    db, err = tmp_path / "s.db", tmp_path / "err.txt"
+    with err.open("w") as stderr:
+        proc = cli([*_run_args(steps, db), "--json"], workspace, stderr=stderr.fileno())
+    try:
+        fifos.hold("server")  # the "server" started; its handshake never comes
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == 128 + signum
+    finally:
+        stop(proc)
+    _no_traceback(err)
+    assert fifos.survivors() == []  # the server was stopped with the CLI
+    store = SQLiteSessionStore(db)
+    try:
+        (info,) = store.list_sessions()
+        assert info.status == "new" and store.messages(info.id) == []  # nothing ran
+    finally:
+        store.close()

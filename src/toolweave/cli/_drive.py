@@ -13,7 +13,7 @@ from ..loop import Agent
 from ..messages import Message
 from ..sessions import SessionRecorder
 from ._output import RunOutput
-from ._signals import INTERRUPT_NOTE, Stops, watch_stops
+from ._signals import INTERRUPT_NOTE, Stops, StopWatch
 
 __all__ = ["INTERRUPT_NOTE", "DriveResult", "drive_run", "exit_code"]
 
@@ -65,24 +65,29 @@ async def drive_run(
     recorder: SessionRecorder | None,
     output: RunOutput,
     handle_signals: bool = False,
+    stops: StopWatch | None = None,
 ) -> DriveResult:
     """Run `agent` on `prompt`, recording and showing every event. A checkpoint.
 
     Each event is recorded before it is shown, so whatever a viewer (or a
-    ``--json`` consumer) has seen is already durable. With `handle_signals`,
-    Ctrl-C (SIGINT), SIGTERM or SIGHUP interrupts the run and a second signal
-    quits (`watch_stops`); so does stdout going away. A quit run is recorded
-    as abandoned. A store failure is shown and the run continues unrecorded.
+    ``--json`` consumer) has seen is already durable. Stop signals go to the
+    run through `stops` (the command's `StopWatch`), or, with
+    `handle_signals`, one of the drive's own: Ctrl-C (SIGINT), SIGTERM or
+    SIGHUP interrupts the run and a second signal quits; so does stdout going
+    away. A quit run is recorded as abandoned. A store failure is shown and
+    the run continues unrecorded.
     """
-    stops = Stops()
+    own = StopWatch(output) if stops is None and handle_signals else None
+    watch = stops or own
     finished: RunFinished | None = None
     with anyio.CancelScope() as outer:
         async with (
             agent.open_run(prompt, history=history) as run,
             anyio.create_task_group() as tg,
         ):
-            if handle_signals:
-                await tg.start(watch_stops, run, output, outer, stops)
+            if own is not None:
+                await tg.start(own.serve)
+            detach = None if watch is None else watch.attach(run, outer)
             events = run.events()
             try:
                 async with output.running():
@@ -92,6 +97,8 @@ async def drive_run(
                         if isinstance(event, RunFinished):
                             finished = event
             finally:
+                if detach is not None:
+                    detach()
                 close = getattr(
                     events, "aclose", None
                 )  # an async generator: close it now
@@ -103,4 +110,5 @@ async def drive_run(
             recorder.abandon("the user quit before the run finished")
         except StoreError as exc:
             output.note(f"could not record the quit: {exc}")
-    return DriveResult(finished, quit=stops.quit, stops=stops)
+    ended = Stops() if watch is None else watch.stops
+    return DriveResult(finished, quit=ended.quit, stops=ended)

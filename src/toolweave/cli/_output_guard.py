@@ -6,7 +6,7 @@ CLI's entry point, `guarded_output`) a write or flush that fails with an
 OSError (EPIPE from a closed pipe, EIO from a hung-up terminal) ends that
 stream's output: the descriptor is pointed at ``/dev/null`` (so Python's own
 flush at exit cannot fail again), later writes are dropped, and the
-listeners of stdout are told (`watch_stops` interrupts the run: it ends
+listeners of stdout are told (the `StopWatch` interrupts the run: it ends
 resumable, exit status 141). A pipe's reader closing or a terminal hanging up
 is also seen at once, without a write (`OutputGuard.watch_stdout_reader`): a run
 in a long tool call does not go on unobserved, and rich stops writing to a

@@ -1,6 +1,6 @@
 """Stopping a CLI run from outside: SIGINT, SIGTERM and SIGHUP all interrupt it as Ctrl-C does.
 
-During a run (`watch_stops`, started by `drive_run`) the first of these signals
+During a run (`StopWatch`, attached by `drive_run`) the first of these signals
 interrupts the run (`AgentRun.interrupt`: every call answered, CANCEL calls
 and their process groups stopped, the store finalised, the session
 resumable); a second one quits at once (the run is cancelled: children are
@@ -10,9 +10,10 @@ The exit status says which: 128 + the first signal's number (130 Ctrl-C, 143
 SIGTERM, 129 SIGHUP), 141 for a closed output (as a process SIGPIPE had
 killed).
 
-Outside a run (starting up, shutting down) `entry_signals` makes SIGTERM and
-SIGHUP (and SIGINT) end the process as a `SystemExit` with that status, so
-clean-up code runs and no traceback is printed.
+Before the run (MCP servers starting) a stop cancels the command's work, so
+its clean-up runs; after it, a first stop only sets the exit status. Outside
+the event loop (reading settings, printing the epilogue) `entry_signals` makes
+them end the process as a `SystemExit` with that status: no traceback.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, final
 
 import anyio
 import anyio.abc
@@ -42,9 +43,9 @@ __all__ = [
     "OUTPUT_CLOSED",
     "STOP_SIGNALS",
     "SignalExit",
+    "StopWatch",
     "Stops",
     "entry_signals",
-    "watch_stops",
 ]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -112,60 +113,99 @@ def _handlers_restored(signums: tuple[int, ...]) -> Iterator[None]:
                 signal.signal(signum, handler)
 
 
-async def watch_stops(
-    run: AgentRun,
-    output: RunOutput,
-    outer: anyio.CancelScope,
-    stops: Stops,
-    *,
-    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    """Interrupt `run` on the first stop signal or a closed output; quit on a second signal.
+@final
+class StopWatch:
+    """The stop signals of one command's event loop, for its whole life: start, run, shut-down.
 
-    Quitting cancels `outer` (the whole drive). Runs until cancelled (the
-    driver cancels it when the run's events end); reports ready once the
-    signal handlers are in place.
+    `serve` receives them (start it in a task group; it reports ready once
+    the handlers are in place). What a stop does depends on the phase:
+
+    - before a run is attached: the command's work (`scope`) is cancelled:
+      nothing ran, clean-up runs (MCP servers are stopped), exit 128 + signal;
+      so does stdout going away (exit 141);
+    - while a run is attached (`attach`): the first interrupts it, a second
+      quits (cancels the drive's scope); stdout going away interrupts it;
+    - after the run: the first is only remembered (the shut-down goes on), a
+      second cancels the rest.
+
+    Event-loop thread only, except stdout's loss, which may be found on any
+    thread and is brought to the loop.
     """
-    token = anyio.lowlevel.current_token()
-    loop_thread = threading.get_ident()
 
-    def closed() -> None:
-        if not stops.output_closed:
-            stops.output_closed = True
-            run.interrupt()
-            output.note(_CLOSED_NOTE)
+    def __init__(self, output: RunOutput) -> None:
+        self.stops = Stops()
+        """What stopped the command, for its exit status."""
+        self.scope = anyio.CancelScope()
+        """The command's work, cancelled by a stop outside the run."""
+        self._output = output
+        self._run: AgentRun | None = None
+        self._outer: anyio.CancelScope | None = None
+        self._ran = False
 
-    def on_closed() -> None:  # from whichever thread found the output gone
-        if threading.get_ident() == loop_thread:
-            closed()
+    def attach(self, run: AgentRun, outer: anyio.CancelScope) -> Callable[[], None]:
+        """Route stops to `run` (a quit cancels `outer`) until the returned detach is called."""
+        self._run, self._outer = run, outer
+
+        def detach() -> None:
+            self._run = self._outer = None
+            self._ran = True
+
+        return detach
+
+    def _signalled(self, signum: int) -> None:
+        first = self.stops.signal is None
+        if first:
+            self.stops.signal = signum
+        if self._run is not None and self._outer is not None:
+            if first:
+                self._run.interrupt()
+                self._output.note(_note(signum))
+            else:
+                self.stops.quit = True
+                self._outer.cancel()
+        elif not self._ran or not first:
+            self.scope.cancel()  # before the run, or a second signal after it
+
+    def _closed(self) -> None:
+        if self.stops.output_closed:
             return
-        with contextlib.suppress(anyio.RunFinishedError):  # its loop is gone
-            anyio.from_thread.run_sync(closed, token=token)
+        self.stops.output_closed = True
+        if self._run is not None:
+            self._run.interrupt()
+            self._output.note(_CLOSED_NOTE)
+        elif not self._ran:
+            self.scope.cancel()
 
-    guard = installed_guard()
-    with (
-        _handlers_restored(STOP_SIGNALS),
-        anyio.open_signal_receiver(*STOP_SIGNALS) as signals,
-    ):
-        unsubscribe = guard.on_stdout_closed(on_closed) if guard else None
-        try:
-            async with anyio.create_task_group() as tg:
-                if guard is not None:
-                    tg.start_soon(guard.watch_stdout_reader)
-                task_status.started()
-                async for signum in signals:
-                    if stops.signal is None:
-                        stops.signal = signum
-                        run.interrupt()
-                        output.note(_note(signum))
-                    else:
-                        stops.quit = True
-                        outer.cancel()
-                        tg.cancel_scope.cancel()
-                        return
-        finally:
-            if unsubscribe is not None:
-                unsubscribe()
+    async def serve(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Receive stop signals (and stdout's loss) until cancelled."""
+        token = anyio.lowlevel.current_token()
+        loop_thread = threading.get_ident()
+
+        def on_closed() -> None:  # from whichever thread found stdout gone
+            if threading.get_ident() == loop_thread:
+                self._closed()
+                return
+            with contextlib.suppress(anyio.RunFinishedError):  # its loop is gone
+                anyio.from_thread.run_sync(self._closed, token=token)
+
+        guard = installed_guard()
+        with (
+            _handlers_restored(STOP_SIGNALS),
+            anyio.open_signal_receiver(*STOP_SIGNALS) as signals,
+        ):
+            unsubscribe = guard.on_stdout_closed(on_closed) if guard else None
+            try:
+                async with anyio.create_task_group() as tg:
+                    if guard is not None:
+                        tg.start_soon(guard.watch_stdout_reader)
+                    task_status.started()
+                    async for signum in signals:
+                        self._signalled(signum)
+            finally:
+                if unsubscribe is not None:
+                    unsubscribe()
 
 
 class SignalExit(SystemExit):
@@ -185,7 +225,7 @@ def _raise_exit(signum: int, frame: FrameType | None) -> None:
 def entry_signals() -> Iterator[None]:
     """While the CLI runs: a stop signal outside a run ends the process cleanly.
 
-    Installs handlers raising `SignalExit` (`watch_stops` takes the signals
+    Installs handlers raising `SignalExit` (a `StopWatch` takes the signals
     over during a run and puts these back after); restores the previous
     handlers on exit. Only in the main thread (elsewhere, nothing is changed).
     """
