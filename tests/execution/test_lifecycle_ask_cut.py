@@ -13,7 +13,13 @@ import anyio
 import pytest
 from lifecycle_helpers import call, make_state, registry_with
 
-from toolweave.execution import AskAnswer, AskHandler, PermissionRules, ToolRunner
+from toolweave.execution import (
+    AskAnswer,
+    AskHandler,
+    PermissionRules,
+    RunDeadline,
+    ToolRunner,
+)
 from toolweave.messages import ToolCall, ToolResult
 from toolweave.scheduling import InterruptToken
 from toolweave.tools import tool
@@ -140,3 +146,39 @@ async def test_an_answer_before_the_halt_lets_the_call_run(tmp_path: Path) -> No
     result = await _runner(tmp_path, ask, halt)(call("a", "guarded", n=1))
     assert result.text == "ran" and ran == ["1"]
     halt.set()  # afterwards: nothing to cut
+
+
+async def test_the_run_deadline_at_the_prompt_says_so(tmp_path: Path) -> None:
+    """The wall-clock bound falls while the user is asked: "not run", naming the bound."""
+
+    async def ask(call: ToolCall, reason: str) -> AskAnswer:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    runner = ToolRunner(
+        registry_with(guarded),
+        state=make_state(tmp_path),
+        permissions=PermissionRules(ask=["guarded"]),
+        ask=ask,
+        deadline=RunDeadline(anyio.current_time() + 0.05, "the test's bound"),
+        interrupt=InterruptToken(),
+    )
+    result = await runner(call("a", "guarded", n=1))
+    assert ran == [] and result.synthetic
+    assert result.text.startswith("Not run: the test's bound ran out"), result.text
+
+
+async def test_under_a_run_deadline_a_denial_is_still_a_denial(tmp_path: Path) -> None:
+    async def ask(call: ToolCall, reason: str) -> AskAnswer:
+        return "deny"
+
+    runner = ToolRunner(
+        registry_with(guarded),
+        state=make_state(tmp_path),
+        permissions=PermissionRules(ask=["guarded"]),
+        ask=ask,
+        deadline=RunDeadline(anyio.current_time() + 3600, "the test's bound"),
+    )
+    result = await runner(call("a", "guarded", n=1))
+    assert ran == [] and not result.synthetic
+    assert result.text.startswith("Permission denied by the user"), result.text
