@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..execution import RunDeadline, ToolRunner
+from ..execution import RunDeadline, StartBarrier, ToolRunner
 from ._budget import BudgetTracker
 
 if TYPE_CHECKING:
@@ -52,11 +52,13 @@ class RunSetup:
         emit: Callable[[Event], None],
         budget: BudgetTracker | None = None,
         state: SessionState | None = None,
+        before_start: StartBarrier | None = None,
     ) -> ToolRunner:
         """A fresh lifecycle runner for one run (its signals and ledger are per run).
 
         `budget`'s wall clock, if any, bounds every call (`RunDeadline`).
         `state` is the run's view of the session state (default: the agent's).
+        `before_start`: the run's start barrier (a recorder's), if any.
         """
         cfg = self.config
         deadline = None
@@ -74,6 +76,7 @@ class RunSetup:
             on_event=emit,
             audit=cfg.audit,
             deadline=deadline,
+            before_start=before_start,
         )
 
     def budget(self) -> BudgetTracker:
