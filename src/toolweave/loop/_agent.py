@@ -251,11 +251,16 @@ class Agent:
         run = AgentRun(loop, receive)
         async with contextlib.AsyncExitStack() as stack:
             if recorder is not None:
-                await stack.enter_async_context(
-                    recorder.recording(
-                        write_ahead=True, on_failure=_stopper(loop.control)
+                try:
+                    await stack.enter_async_context(
+                        recorder.recording(
+                            write_ahead=True, on_failure=_stopper(loop.control)
+                        )
                     )
-                )
+                except BaseException:  # the session is busy, or its store failed
+                    send.close()
+                    receive.close()
+                    raise
             with receive:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(run._drive, send, dispatcher if owned else None)

@@ -98,7 +98,8 @@ class SQLiteSessionStore:
         path: The database file; its directory is created if missing (not with
             `read_only`).
         blob_threshold: Size above which a result's content is kept as a file.
-        busy_timeout: Seconds a write may wait for another process's lock.
+        busy_timeout: Seconds a write may wait for another process's lock;
+            None = `DEFAULT_BUSY_TIMEOUT`.
         read_only: Open for reading only; the file must exist.
 
     Raises:
@@ -110,7 +111,7 @@ class SQLiteSessionStore:
         path: str | Path,
         *,
         blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
-        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        busy_timeout: float | None = None,
         read_only: bool = False,
     ) -> None:
         self.path = Path(path).expanduser()
@@ -119,7 +120,9 @@ class SQLiteSessionStore:
             self.path.with_name(self.path.name + ".blobs"), threshold=blob_threshold
         )
         """Where large results live."""
-        self.busy_timeout = busy_timeout
+        self.busy_timeout = (
+            DEFAULT_BUSY_TIMEOUT if busy_timeout is None else busy_timeout
+        )
         """Seconds a write waits for another process's lock before failing."""
         self.read_only = read_only
         """True if opened for reading only."""
@@ -129,9 +132,9 @@ class SQLiteSessionStore:
         self._has_leases = True
         try:
             if read_only:
-                conn = open_read_only(self.path, timeout=busy_timeout)
+                conn = open_read_only(self.path, timeout=self.busy_timeout)
             else:
-                conn = open_read_write(self.path, timeout=busy_timeout)
+                conn = open_read_write(self.path, timeout=self.busy_timeout)
             self._conn = conn
             if read_only:
                 self._check_readable(conn)
