@@ -55,6 +55,7 @@ from typer.testing import CliRunner
 from toolweave._exceptions import SessionBusyError, StoreError
 from toolweave.cli import app
 from toolweave.events import CompletionReason, ToolUseStarted
+from toolweave.execution import Hooks, PreToolUseInput
 from toolweave.loop import Agent, AgentConfig
 from toolweave.messages import (
     Message,
@@ -304,6 +305,47 @@ async def test_full_disk_mid_run_ends_honestly_and_leaves_no_partial_files(
     answered = {r.call_id: r.text for r in plan.history[-1].tool_results}
     assert answered["g"].startswith("Interrupted, outcome unknown")  # it ran
     assert not any(text.startswith("Not run") for text in answered.values())
+    assert plan.lease is not None
+    plan.lease.release()
+    successor.close()
+
+
+@pytest.mark.anyio
+async def test_full_disk_at_a_start_barrier_the_call_is_answered_not_run(
+    small_fs: Path,
+) -> None:
+    store = SQLiteSessionStore(small_fs / "s.db", busy_timeout=1.0)
+    sid = store.create_session(workspace="/w", model="scripted", title="t").id
+    bench = Bench()
+    bench.release.set()
+    recorder = SessionRecorder(store, sid, model="scripted", owner=DEAD_OWNER)
+    hooks = Hooks()
+    ballast: list[Path] = []
+
+    @hooks.pre_tool_use("touch")
+    async def fill_the_disk(data: PreToolUseInput) -> None:
+        await recorder.flush()  # everything before this call is on disk
+        ballast.append(fill(small_fs))  # its start is the next write
+
+    model = ScriptedModel([_use(ToolCall("t", "touch", {"key": "a"})), _say("done")])
+    agent = Agent(model, bench.tools(), config=AgentConfig(hooks=hooks))
+    result = await agent.run("go", recorder=recorder)
+    assert bench.effects == {}  # it never started
+    answer = _result_of(result.messages, "t")
+    assert answer is not None and answer.synthetic and answer.is_error
+    assert answer.text.startswith(
+        "Not run: the session store could not record that this call was starting,"
+        " so it was never started"
+    )
+    assert result.completion_reason is CompletionReason.ERROR
+    store.close()
+    ballast[0].unlink()
+    successor = SQLiteSessionStore(small_fs / "s.db")
+    plan = prepare_resume(successor, sid)
+    assert [r.text for r in plan.history[-1].tool_results] == [
+        "Not run: the process running this session stopped before the tool 'touch'"
+        " started. It was never started."
+    ]  # true: its start was never durable, so it never began
     assert plan.lease is not None
     plan.lease.release()
     successor.close()
