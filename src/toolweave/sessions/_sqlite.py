@@ -128,6 +128,7 @@ class SQLiteSessionStore:
         """True if opened for reading only."""
         self._lock = threading.RLock()
         self._depth = 0  # > 0 inside a write transaction (changed under the lock)
+        self._touched: set[str] = set()  # sessions marked updated in this transaction
         self._conn: sqlite3.Connection | None = None
         self._has_leases = True
         try:
@@ -222,6 +223,7 @@ class SQLiteSessionStore:
     ) -> T:
         conn.execute("BEGIN IMMEDIATE")
         self._depth += 1
+        self._touched = set()
         try:
             result = work(conn)
             conn.execute("COMMIT")
@@ -281,14 +283,17 @@ class SQLiteSessionStore:
             raise StoreError(f"session store {self.path} is closed")
         return self._conn
 
-    @staticmethod
-    def _touch(conn: sqlite3.Connection, session_id: str) -> None:
+    def _touch(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Mark the session updated (once per transaction); StoreError if it is unknown."""
+        if session_id in self._touched:
+            return
         cursor = conn.execute(
             "UPDATE sessions SET updated_wall = ? WHERE id = ?",
             (time.time(), session_id),
         )
         if cursor.rowcount != 1:
             raise StoreError(f"no session {session_id!r}")
+        self._touched.add(session_id)
 
     def close(self) -> None:
         """Close the connection (see `close_at_rest`). Idempotent."""

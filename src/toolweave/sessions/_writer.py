@@ -6,12 +6,15 @@ from collections.abc import Callable
 from typing import final
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from .._exceptions import StoreError
 from ._store import SessionStore
 
 __all__ = ["StoreWriter", "Write"]
+
+_GATHER_STEPS = 1
 
 Write = Callable[[], object]
 """One blocking store call (a method of the store, its arguments bound)."""
@@ -102,6 +105,8 @@ class StoreWriter:
                         return
                     await self._wake.wait()
                     self._wake = anyio.Event()
+                    for _ in range(_GATHER_STEPS):  # let the loop add what it is
+                        await anyio.lowlevel.checkpoint()  # about to, to this batch
                     continue
                 writes, self._queue = self._queue, []
                 try:
