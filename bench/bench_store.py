@@ -63,9 +63,7 @@ def _script(calls: int, per_turn: int) -> list[Any]:
 
 
 def _agent(calls: int, per_turn: int) -> Agent:
-    config = AgentConfig(
-        max_iterations=calls + 2, tracing=TracePolicy(enabled=False)
-    )
+    config = AgentConfig(max_iterations=calls + 2, tracing=TracePolicy(enabled=False))
     return Agent(ScriptedModel(_script(calls, per_turn)), [look], config=config)
 
 
@@ -87,7 +85,8 @@ async def attached(agent: Agent, store: SQLiteSessionStore, sink: Any) -> None:
     sid = store.create_session(workspace="/w", model="scripted", title="t").id
     recorder = SessionRecorder(store, sid, model="scripted")
     result = await drive_run(agent, "go", recorder=recorder, output=JsonOutput(sink))
-    assert result.finished is not None and result.store_failure is None
+    assert result.finished is not None
+    assert result.store_failure is None
 
 
 Variant = Callable[[Agent, SQLiteSessionStore, Any], Coroutine[Any, Any, None]]
@@ -135,7 +134,8 @@ def main() -> int:
             " median wall time)"
         )
         for name, seconds in medians.items():
-            print(f"    {name:12s} {seconds * 1e3:8.1f} ms   {seconds / args.calls * 1e6:7.1f} us/call")
+            per_call = seconds / args.calls * 1e6
+            print(f"    {name:12s} {seconds * 1e3:8.1f} ms   {per_call:7.1f} us/call")
         ratio = medians["attached"] / medians["fed by hand"]
         cost = (medians["attached"] - medians["unrecorded"]) / args.calls * 1e6
         print(

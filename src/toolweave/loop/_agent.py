@@ -260,6 +260,9 @@ class Agent:
                 except BaseException:  # the session is busy, or its store failed
                     send.close()
                     receive.close()
+                    if owned:
+                        with anyio.CancelScope(shield=True):
+                            await dispatcher.aclose()
                     raise
             with receive:
                 async with anyio.create_task_group() as tg:

@@ -265,10 +265,12 @@ class SessionRecorder:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(writer.pump)
-                tg.start_soon(live.heartbeat)
+                beat = anyio.CancelScope()
+                tg.start_soon(live.heartbeat, beat)
                 try:
                     yield self
                 finally:
+                    beat.cancel()  # no renewal after the release below
                     with anyio.CancelScope(shield=True):
                         try:
                             await self._close(live)

@@ -77,15 +77,20 @@ class Recording:
         """Queue one write."""
         return self.writer.submit(write)
 
-    async def heartbeat(self) -> None:
-        """Renew the lease every quarter of its term, through the writer (in order)."""
-        while True:
-            await anyio.sleep(self.lease.term / 4)
-            if self.writer.failure is not None:
-                return
-            if not self._renewing:
-                self._renewing = True
-                self.writer.submit(self._renew)
+    async def heartbeat(self, scope: anyio.CancelScope) -> None:
+        """Renew the lease every quarter of its term, through the writer (in order).
+
+        Runs until `scope` is cancelled (before the lease is released, so no
+        renewal ever follows the release).
+        """
+        with scope:
+            while True:
+                await anyio.sleep(self.lease.term / 4)
+                if self.writer.failure is not None:
+                    return
+                if not self._renewing:
+                    self._renewing = True
+                    self.writer.submit(self._renew)
 
     def _renew(self) -> None:
         try:
