@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import trio.testing
+
+from temp_trees import MAX_LEFT_DEPTH, too_deep
 
 _real_connect = socket.socket.connect
 _LOOPBACK_PREFIXES = ("127.", "::1", "localhost")
@@ -18,6 +21,25 @@ def _guarded_connect(self: socket.socket, address: Any) -> Any:
     if inet and isinstance(host, str) and not host.startswith(_LOOPBACK_PREFIXES):
         raise AssertionError(f"test tried a non-loopback address: {address!r}")
     return _real_connect(self, address)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temp_trees_stay_removable(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """After the session: no test left a tree pytest's own clean-up cannot remove.
+
+    pytest removes old temp roots with ``shutil.rmtree``, which recurses once
+    per level: a tree left 1,500 levels deep made every pytest run on the
+    machine from the fourth on end in a RecursionError (see `temp_trees`).
+    """
+    yield
+    offenders = too_deep(tmp_path_factory.getbasetemp())
+    assert not offenders, (
+        f"tests left directory trees deeper than {MAX_LEFT_DEPTH} levels, which"
+        " pytest's clean-up cannot remove; remove them with"
+        f" temp_trees.remove_tree in a finalizer: {offenders}"
+    )
 
 
 @pytest.fixture(autouse=True)

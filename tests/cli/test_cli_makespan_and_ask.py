@@ -90,7 +90,7 @@ async def test_the_ask_handler_prompts_until_it_gets_an_answer() -> None:
     prompts: list[str] = []
     paused: list[str] = []
 
-    def read(prompt: str) -> str:
+    async def read(prompt: str) -> str:
         prompts.append(prompt)
         return next(lines)
 
@@ -116,7 +116,7 @@ async def test_the_ask_handler_prompts_until_it_gets_an_answer() -> None:
 
 @pytest.mark.anyio
 async def test_end_of_input_denies() -> None:
-    def read(prompt: str) -> str:
+    async def read(prompt: str) -> str:
         raise EOFError
 
     ask = TerminalAsk(Console(file=io.StringIO()), read=read)

@@ -149,6 +149,7 @@ async def test_a_fatal_exception_with_a_sibling_that_never_ends(
     (`default_tool_timeout`); a CANCEL sibling is cancelled at once."""
     started = anyio.Event()
     raised = fatal()
+    loop = anyio.lowlevel.current_token()  # sync tools run on daemon threads: say where
 
     @tool(
         concurrency=Concurrency.SAFE,
@@ -174,7 +175,7 @@ async def test_a_fatal_exception_with_a_sibling_that_never_ends(
         @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
         def boom() -> str:
             """Raise (on a worker thread) once the sibling runs."""
-            anyio.from_thread.run(started.wait)
+            anyio.from_thread.run(started.wait, token=loop)
             raise raised
 
     ceiling = 600.0 if sibling_interrupt is Interrupt.CANCEL else 0.5

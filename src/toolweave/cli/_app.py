@@ -20,6 +20,7 @@ from ._config_cmd import render_config
 from ._demo import render_epilogue, render_summary, run_demo
 from ._demo_schedules import run_schedules_demo
 from ._help import Command, Group
+from ._output_guard import guarded_output
 from ._session_run import (
     RunOptions,
     default_store_path,
@@ -30,6 +31,7 @@ from ._session_run import (
 )
 from ._settings import load_settings
 from ._show import render_sessions, render_transcript
+from ._signals import entry_signals
 from ._timeline import write_timeline
 
 __all__ = ["app", "main"]
@@ -415,5 +417,11 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point (named toolweave however it was started)."""
-    app(prog_name="toolweave")
+    """Console-script entry point (named toolweave however it was started).
+
+    A reader that goes away (a closed pipe, a hung-up terminal) or a stop
+    signal outside a run ends the process quietly, never with a traceback
+    (`guarded_output`, `entry_signals`; during a run `drive_run` handles both).
+    """
+    with guarded_output(), entry_signals():
+        app(prog_name="toolweave")

@@ -1,19 +1,19 @@
-"""Driving one run: events to the recorder and the display, Ctrl-C to interrupt or quit."""
+"""Driving one run: events to the recorder and the display; signals to interrupt or quit."""
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import anyio
 
 from .._exceptions import StoreError
 from ..events import CompletionReason, RunFinished
-from ..loop import Agent, AgentRun
+from ..loop import Agent
 from ..messages import Message
 from ..sessions import SessionRecorder
 from ._output import RunOutput
+from ._signals import INTERRUPT_NOTE, Stops, StopWatch
 
 __all__ = [
     "INTERRUPT_NOTE",
@@ -23,11 +23,6 @@ __all__ = [
     "store_failure_note",
 ]
 
-INTERRUPT_NOTE = (
-    "Interrupting: running calls stop or finish per their interrupt behaviour,"
-    " calls not started are answered as not run. Press Ctrl-C again to quit at once."
-)
-
 
 @dataclass(frozen=True, slots=True)
 class DriveResult:
@@ -36,22 +31,26 @@ class DriveResult:
     finished: RunFinished | None
     """The run's last event; None if the user quit before it."""
     quit: bool = False
-    """True if a second Ctrl-C ended it."""
+    """True if a second signal ended it."""
+    stops: Stops = field(default_factory=Stops)
+    """The signals (or the closed output) that stopped it from outside."""
     store_failure: StoreError | None = None
     """Why the session store could not record the run (all of it), if it could not."""
 
 
 def exit_code(result: DriveResult) -> int:
-    """0 for a completed run, 130 for an interrupted or quit one, 1 otherwise.
+    """The exit status: 0 completed, 128 + the signal or 141 stopped, else 1.
 
-    A run the store could not record whole is not a success: 1 (unless quit).
+    130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP; 141 when the output was closed
+    (see `Stops.exit_code`). A run the store could not record whole is not a
+    success: 1 (unless a signal stopped it).
     """
-    if result.quit or result.finished is None:
-        return 130
-    reason = result.finished.reason
-    if reason is CompletionReason.COMPLETED and result.store_failure is None:
-        return 0
-    return 130 if reason is CompletionReason.INTERRUPTED else 1
+    finished = result.finished
+    reason = None if finished is None else finished.reason
+    return result.stops.exit_code(
+        completed=reason is CompletionReason.COMPLETED and result.store_failure is None,
+        interrupted=finished is None or reason is CompletionReason.INTERRUPTED,
+    )
 
 
 def store_failure_note(exc: StoreError) -> str:
@@ -62,32 +61,20 @@ def store_failure_note(exc: StoreError) -> str:
     )
 
 
-class _Signals:
-    def __init__(self) -> None:
-        self.interrupted = False
-        self.quit = False
+def _abandoner(
+    recorder: SessionRecorder | None, output: RunOutput
+) -> Callable[[], None] | None:
+    """Record a quit run as abandoned where it stands (nothing of it after)."""
+    if recorder is None:
+        return None
 
+    def abandon() -> None:
+        try:
+            recorder.abandon("the user quit before the run finished")
+        except StoreError as exc:
+            output.note(f"could not record the quit: {exc}")
 
-async def _watch_sigint(
-    run: AgentRun,
-    output: RunOutput,
-    outer: anyio.CancelScope,
-    state: _Signals,
-    recorder: SessionRecorder | None,
-) -> None:
-    """First Ctrl-C interrupts the run (it ends cleanly, resumable); the second quits."""
-    with anyio.open_signal_receiver(signal.SIGINT) as signals:
-        async for _ in signals:
-            if not state.interrupted:
-                state.interrupted = True
-                run.interrupt()
-                output.note(INTERRUPT_NOTE)
-            else:
-                state.quit = True
-                if recorder is not None:  # recorded as it stands now, nothing after
-                    recorder.abandon("the user quit before the run finished")
-                outer.cancel()
-                return
+    return abandon
 
 
 async def drive_run(
@@ -98,6 +85,7 @@ async def drive_run(
     recorder: SessionRecorder | None,
     output: RunOutput,
     handle_signals: bool = False,
+    stops: StopWatch | None = None,
 ) -> DriveResult:
     """Run `agent` on `prompt`, recording and showing every event. A checkpoint.
 
@@ -106,15 +94,20 @@ async def drive_run(
     its start is durable. Each event is shown only once it is durable, so
     whatever a viewer (or a ``--json`` consumer) has seen is on disk. If the
     store cannot be written the run ends as ERROR saying so (a note says it at
-    once) instead of going on unrecorded. With `handle_signals`, Ctrl-C
-    (SIGINT) interrupts the run and a second one quits; a quit run is recorded
-    as abandoned where it stood.
+    once) instead of going on unrecorded.
+
+    Stop signals go to the run through `stops` (the command's `StopWatch`),
+    or, with `handle_signals`, one of the drive's own: Ctrl-C (SIGINT),
+    SIGTERM or SIGHUP interrupts the run and a second signal quits; so does
+    stdout going away. A quit run is recorded as abandoned where it stood.
 
     Raises:
         SessionBusyError: another live owner holds the session (nothing ran).
         StoreError: the store could not be opened for the run (nothing ran).
     """
-    state = _Signals()
+    own = StopWatch(output) if stops is None and handle_signals else None
+    watch = stops or own
+    abandon = _abandoner(recorder, output)
     finished: RunFinished | None = None
     noted = False
     with anyio.CancelScope() as outer:
@@ -122,8 +115,11 @@ async def drive_run(
             agent.open_run(prompt, history=history, recorder=recorder) as run,
             anyio.create_task_group() as tg,
         ):
-            if handle_signals:
-                tg.start_soon(_watch_sigint, run, output, outer, state, recorder)
+            if own is not None:
+                await tg.start(own.serve)
+            detach = (
+                None if watch is None else watch.attach(run, outer, on_quit=abandon)
+            )
             events = run.events()
             shown = 0
             try:
@@ -139,16 +135,21 @@ async def drive_run(
                         if isinstance(event, RunFinished):
                             finished = event
             finally:
+                if detach is not None:
+                    detach()
                 close = getattr(
                     events, "aclose", None
                 )  # an async generator: close it now
                 if close is not None:
                     await close()
             tg.cancel_scope.cancel()
+    if finished is None and abandon is not None:
+        abandon()  # idempotent: a quit already recorded it
     failure = recorder.failure if recorder is not None else None
     if failure is not None and not noted:  # it failed only as the run's end was written
         output.note(
             f"session recording failed: {failure}. The run ended, but the store does"
             " not hold all of it; resume answers what it lacks as outcome unknown."
         )
-    return DriveResult(finished, quit=state.quit, store_failure=failure)
+    ended = Stops() if watch is None else watch.stops
+    return DriveResult(finished, quit=ended.quit, stops=ended, store_failure=failure)

@@ -42,6 +42,7 @@ from ._output import JsonOutput, LiveOutput, RunOutput
 from ._script_file import load_script
 from ._settings import LoadedSettings, load_settings, toolweave_home
 from ._shell_hooks import build_shell_hooks
+from ._signals import StopWatch
 from ._turns import TurnTracker
 
 __all__ = [
@@ -194,39 +195,65 @@ def _agent(
 
 
 async def _launch_async(launch: _Launch) -> DriveResult:
+    """The command's event-loop life under one `StopWatch`: start, run, shut-down."""
     output, console = _output(launch.options)
-    async with AsyncExitStack() as stack:
-        # The model's HTTP client belongs to this event loop: close it with it.
-        stack.push_async_callback(launch.model.aclose)
-        registry = await _tools(stack, launch)
-        describe = describe_access(registry)
-        if isinstance(output, LiveOutput):
-            output.tracker = TurnTracker(describe, say=warning_words(launch.model_spec))
-            output.audit = launch.loaded.settings.audit
-        agent = _agent(launch, registry, output, console)
-        sid = launch.session.id
-        recorder = SessionRecorder(
-            launch.store,
-            sid,
-            model=launch.model_spec,
-            describe=describe,
-            price=pricer(),
-            lease=launch.lease,
+    watch = StopWatch(output)
+    async with anyio.create_task_group() as tg:
+        await tg.start(watch.serve)
+        result = await _launch_run(launch, output, console, watch)
+        tg.cancel_scope.cancel()
+    return result
+
+
+async def _launch_run(
+    launch: _Launch, output: RunOutput, console: Console, watch: StopWatch
+) -> DriveResult:
+    result = DriveResult(None, stops=watch.stops)  # if a stop ends it before the run
+    with watch.scope:  # a stop before the run (or a second after it) ends it here
+        async with AsyncExitStack() as stack:
+            result = await _launched(stack, launch, output, console, watch)
+    return result
+
+
+async def _launched(
+    stack: AsyncExitStack,
+    launch: _Launch,
+    output: RunOutput,
+    console: Console,
+    watch: StopWatch,
+) -> DriveResult:
+    """Start the tools, then drive the run (the stack closes what was started)."""
+    # The model's HTTP client belongs to this event loop: close it with it.
+    stack.push_async_callback(launch.model.aclose)
+    registry = await _tools(stack, launch)
+    describe = describe_access(registry)
+    if isinstance(output, LiveOutput):
+        output.tracker = TurnTracker(describe, say=warning_words(launch.model_spec))
+        output.audit = launch.loaded.settings.audit
+    agent = _agent(launch, registry, output, console)
+    sid = launch.session.id
+    recorder = SessionRecorder(
+        launch.store,
+        sid,
+        model=launch.model_spec,
+        describe=describe,
+        price=pricer(),
+        lease=launch.lease,
+    )
+    if isinstance(output, JsonOutput):
+        output.line(
+            {"type": "Session", "session_id": sid, "store": str(launch.store.path)}
         )
-        if isinstance(output, JsonOutput):
-            output.line(
-                {"type": "Session", "session_id": sid, "store": str(launch.store.path)}
-            )
-        else:
-            _header(console, launch)
-        return await drive_run(
-            agent,
-            launch.prompt,
-            history=launch.history,
-            recorder=recorder,
-            output=output,
-            handle_signals=True,
-        )
+    else:
+        _header(console, launch)
+    return await drive_run(
+        agent,
+        launch.prompt,
+        history=launch.history,
+        recorder=recorder,
+        output=output,
+        stops=watch,
+    )
 
 
 def _header(console: Console, launch: _Launch) -> None:

@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 import anyio
 
 from ..messages import ToolCall
+from ..scheduling import InterruptToken
 from ..tools import PermissionCheck, SessionState, Tool, ToolContext
 from ..tools.builtin import ShellCommand
 from ._decision import (
@@ -115,12 +116,25 @@ def _has_own_check(tool: Tool) -> bool:
     return type(tool).check_permissions is not Tool.check_permissions
 
 
+def _not_asked(tool: str) -> CallFailed:
+    """The answer to a call whose wait for permission was cut: it never started."""
+    return CallFailed(
+        "Not run: the run was stopped while this call waited for permission."
+        f" The tool {tool!r} was never started.",
+        synthetic=True,
+    )
+
+
 class PermissionGate:
     """Runs the permission stage for one runner; remembers "always" answers.
 
     Ask handler calls are serialized (one question at a time, in the order
     calls reach this stage) under an anyio Lock; an approval given while a
-    call waited is honoured without asking again.
+    call waited is honoured without asking again. Once `halt` is set (the
+    run was interrupted or stopped) no question is asked any more and every
+    call waiting for one (asked, or waiting for its turn) is answered "not
+    run"; so is a call cancelled while it waits. The tool never started, so
+    that is what its result says.
     """
 
     def __init__(
@@ -129,12 +143,15 @@ class PermissionGate:
         mode: PermissionMode,
         ask: AskHandler | None,
         state: SessionState,
+        *,
+        halt: InterruptToken | None = None,
     ) -> None:
         self._rules = rules
         self._mode = mode
         self._open = not rules and mode is PermissionMode.DEFAULT
         self._ask = ask
         self._state = state
+        self._halt = halt
         self._always: set[_ALWAYS_KEY] = set()
         self._lock: anyio.Lock | None = None
 
@@ -213,21 +230,48 @@ class PermissionGate:
             return
         if self._ask is None:
             raise CallFailed(_unattended_denial(asked))
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        async with self._lock:
-            if key in self._always:
-                return
-            try:
-                answer: object = await self._ask(call, asked.decision.reason)
-            except Exception as exc:
-                logger.exception("ask handler failed on call %s", call.id)
-                raise CallFailed(
-                    f"Permission denied: the ask handler failed ({type(exc).__name__}: {exc})"
-                ) from exc
+        answer = await self._answer(self._ask, call, asked, key)
         if answer == "always":
             self._always.add(key)
         elif answer == "deny":
             raise CallFailed(f"Permission denied by the user: {asked.decision.reason}")
         elif answer != "allow":
             raise CallFailed(f"Permission denied: the ask handler answered {answer!r}")
+
+    async def _answer(
+        self, ask: AskHandler, call: ToolCall, asked: _Asked, key: _ALWAYS_KEY
+    ) -> object:
+        """The ask handler's answer ("allow" if an "always" came first); one ask at a time.
+
+        Raises the "not run" `CallFailed` when the halt fires or the call is
+        cancelled while it waits (level-triggered: an outer cancel fires again
+        at the caller's next checkpoint, so nothing is swallowed for good).
+        """
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        answer: object = None
+        with anyio.CancelScope() as waiting:
+            unsubscribe = (
+                None if self._halt is None else self._halt.subscribe(waiting.cancel)
+            )
+            try:
+                async with self._lock:
+                    if key in self._always:
+                        return "allow"
+                    try:
+                        answer = await ask(call, asked.decision.reason)
+                    except Exception as exc:
+                        logger.exception("ask handler failed on call %s", call.id)
+                        raise CallFailed(
+                            "Permission denied: the ask handler failed"
+                            f" ({type(exc).__name__}: {exc})"
+                        ) from exc
+            except anyio.get_cancelled_exc_class():
+                # The halt, or the call cancelled (or both): it never started.
+                raise _not_asked(asked.tool) from None
+            finally:
+                if unsubscribe is not None:
+                    unsubscribe()
+        if waiting.cancel_called:  # halted, even if an answer came at the same time
+            raise _not_asked(asked.tool)
+        return answer

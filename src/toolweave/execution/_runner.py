@@ -13,6 +13,7 @@ from .._exceptions import ToolInputError
 from ..events import Event, ToolRunning
 from ..events import Warning as WarningEvent
 from ..messages import ToolCall, ToolResult
+from ..scheduling import InterruptToken
 from ..tools import SessionState, Tool, ToolContext, ToolRegistry
 from ._audit import AuditMode, Auditor, unaudited
 from ._audit_hook import AuditScope
@@ -149,6 +150,12 @@ class ToolRunner:
     budget): a call not started by then is answered "not run", a tool still
     running then is cut as at its timeout, BLOCK or not (see `RunDeadline`).
 
+    `interrupt` is the run's halt (the token its Dispatcher is given): once it
+    is set, a call waiting for the ask handler (or for its turn to ask) is
+    answered "not run" at once and no new question is asked, whatever the
+    tool's Interrupt behaviour: the tool never started. Without it, only a
+    cancelled call stops waiting (answered the same way).
+
     Concurrency: calls of a batch may be awaited concurrently on one event loop;
     their hooks then run concurrently too. The runner is bound to the event loop
     it is used on and is not thread-safe.
@@ -168,13 +175,14 @@ class ToolRunner:
         audit: AuditMode = "off",
         deadline: RunDeadline | None = None,
         before_start: StartBarrier | None = None,
+        interrupt: InterruptToken | None = None,
     ) -> None:
         self._registry = registry
         self._deadline = deadline
         self._state = state
         self._config = config
         self._hooks = hooks
-        self._gate = PermissionGate(permissions, mode, ask, state)
+        self._gate = PermissionGate(permissions, mode, ask, state, halt=interrupt)
         self._on_event = on_event
         self._before_start = before_start
         self._auditor = Auditor(audit)
@@ -393,7 +401,11 @@ class ToolRunner:
             if failed.warning is not None:
                 self._warn(failed.warning)
             result = ToolResult(
-                call.id, failed.message, is_error=True, context_modifier=failed.modifier
+                call.id,
+                failed.message,
+                is_error=True,
+                synthetic=failed.synthetic,
+                context_modifier=failed.modifier,
             )
         except Exception as exc:  # a bug in toolweave must not break the batch
             logger.exception("internal error while running call %s", call.id)
@@ -502,6 +514,9 @@ class ToolRunner:
                 return await self._admit(tool, call, args, ctx, pre)
             except _Answered:  # a stage's own answer to the cut: say why it came
                 if not scope.cancel_called:
+                    raise
+            except CallFailed as failed:  # the permission stage's own "not run"
+                if not (failed.synthetic and scope.cancel_called):
                     raise
         raise _Answered(deadline.not_run(call))
 

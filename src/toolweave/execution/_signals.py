@@ -25,10 +25,14 @@ class BatchSignals:
 class CallFailed(Exception):
     """Internal: a lifecycle stage ended the call; `message` becomes its error result."""
 
-    def __init__(self, message: str, *, warning: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, warning: str | None = None, synthetic: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         """What the model is told."""
+        self.synthetic = synthetic
+        """The result is toolweave's own answer for a call that never ran."""
         self.warning = warning
         """If set, also reported to listeners as a `Warning` event."""
         self.modifier: Callable[[], object] | None = None

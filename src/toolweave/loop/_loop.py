@@ -123,7 +123,11 @@ class RunLoop:
             setup.state, transcript=TranscriptResults(self.conversation)
         )
         self.runner = setup.runner(
-            emit, self.budget, self.state, before_start=before_start
+            emit,
+            self.budget,
+            self.state,
+            before_start=before_start,
+            halt=self.control.halt,
         )
         limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(

@@ -14,6 +14,7 @@ from ._budget import BudgetTracker
 if TYPE_CHECKING:
     from ..events import Event
     from ..models import Model, ToolDefinition
+    from ..scheduling import InterruptToken
     from ..tools import SessionState, ToolRegistry
     from ._config import AgentConfig
     from ._cost import PriceTable
@@ -52,13 +53,17 @@ class RunSetup:
         emit: Callable[[Event], None],
         budget: BudgetTracker | None = None,
         state: SessionState | None = None,
+        *,
         before_start: StartBarrier | None = None,
+        halt: InterruptToken | None = None,
     ) -> ToolRunner:
         """A fresh lifecycle runner for one run (its signals and ledger are per run).
 
         `budget`'s wall clock, if any, bounds every call (`RunDeadline`).
         `state` is the run's view of the session state (default: the agent's).
         `before_start`: the run's start barrier (a recorder's), if any.
+        `halt`: the run's halt; once set, a call waiting for permission is
+        answered "not run" (see `ToolRunner`).
         """
         cfg = self.config
         deadline = None
@@ -77,6 +82,7 @@ class RunSetup:
             audit=cfg.audit,
             deadline=deadline,
             before_start=before_start,
+            interrupt=halt,
         )
 
     def budget(self) -> BudgetTracker:

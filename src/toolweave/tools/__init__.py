@@ -24,6 +24,7 @@ from ._registry import ToolLike as ToolLike
 from ._registry import ToolRegistry as ToolRegistry
 from ._sandbox_mode import SandboxMode as SandboxMode
 from ._sandbox_mode import sandbox_mode as sandbox_mode
+from ._threads import check_cancelled as check_cancelled
 from ._threads import run_in_worker_thread as run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._tool import PermissionCheck as PermissionCheck
@@ -55,6 +56,7 @@ __all__ = [
     "TranscriptView",
     "Warrant",
     "WrappedTool",
+    "check_cancelled",
     "coding_tools",
     "keys_overlap",
     "reporting_declaration_errors",

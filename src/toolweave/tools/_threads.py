@@ -5,6 +5,10 @@ A thread cannot be stopped. When a call that runs one reaches its deadline
 at once and the thread is *abandoned*: it runs on to its end with nobody waiting
 (issue 13, item 3). `WorkerThreads` counts those threads per host so the
 Dispatcher can report them and stop piling more up.
+
+Every such thread is a daemon (`_daemon_pool`): an abandoned one never keeps
+the process alive after the run returned. A function that can stop early
+calls `check_cancelled` now and then: it raises once its caller abandoned it.
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ from collections.abc import Callable
 from typing import TypeVar, cast, final
 
 import anyio
-import anyio.to_thread
+
+from ._daemon_pool import run_on_daemon_thread
 
 __all__ = [
     "AbandonRecord",
+    "ThreadAbandoned",
     "WorkerThreads",
     "abandoning_threads",
     "abandons_here",
+    "check_cancelled",
     "current_zone",
     "run_in_worker_thread",
     "worker_threads",
@@ -158,6 +165,35 @@ class abandoning_threads:  # lower case: used like the function it was
             self._reset = None
 
 
+class ThreadAbandoned(BaseException):
+    """Raised by `check_cancelled` in a worker thread whose caller abandoned it.
+
+    A BaseException, like the cancellations of asyncio and trio, so a tool's
+    ``except Exception`` does not swallow it; nobody receives it (the caller
+    has left), it only ends the thread's work early.
+    """
+
+
+class _Running(threading.local):
+    job: _Job | None = None
+
+
+_running = _Running()
+
+
+def check_cancelled() -> None:
+    """Raise `ThreadAbandoned` if the worker thread's caller abandoned this work.
+
+    For long loops in functions run by `run_in_worker_thread` (the built-in
+    readers check per directory or file): an interrupted or timed-out call
+    then stops its thread promptly instead of running on. Elsewhere (not in
+    such a thread) it does nothing. Cheap: a thread-local and a flag.
+    """
+    job = _running.job
+    if job is not None and job.abandoned:
+        raise ThreadAbandoned
+
+
 class _Job:
     """One function on a worker thread; knows whether it was abandoned mid-run."""
 
@@ -176,9 +212,11 @@ class _Job:
             if self.abandoned:  # cancelled before it began: never run it
                 return None
             self.started = True
+        outer, _running.job = _running.job, self
         try:
             return self.fn()
         finally:
+            _running.job = outer
             if self._finish() and self.threads is not None:
                 self.threads._ended_one()
 
@@ -201,7 +239,7 @@ class _Job:
 async def run_in_worker_thread(
     fn: Callable[[], T], *, abandon_on_cancel: bool = False
 ) -> T:
-    """Run `fn` on a worker thread and return its result.
+    """Run `fn` on a (daemon) worker thread and return its result.
 
     A checkpoint. On cancellation the thread is abandoned (left to finish on its
     own, counted by the host) if `abandon_on_cancel`, or inside an
@@ -213,7 +251,7 @@ async def run_in_worker_thread(
     abandon = abandon_on_cancel or (zone is not None and zone.abandons)
     job = _Job(fn, threads)
     try:
-        result = await anyio.to_thread.run_sync(
+        result = await run_on_daemon_thread(
             job.run,
             abandon_on_cancel=abandon,
             limiter=threads.limiter if threads is not None else None,

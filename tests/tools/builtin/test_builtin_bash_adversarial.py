@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ import pytest
 from builtin_support import leftovers, run
 
 import toolweave as tw
+from temp_trees import remove_tree
 from toolweave._exceptions import ToolError, ToolInputError, ToolTimeoutError
 from toolweave.execution import PermissionMode
 from toolweave.messages import ToolCall
@@ -387,10 +389,19 @@ GIT_ATTACKS = {
 
 
 @pytest.fixture
-def repo(root: Path) -> Path:
-    """The workspace as a fresh git repository."""
+def repo(root: Path) -> Iterator[Path]:
+    """The workspace as a fresh git repository; what an attack left is removed after.
+
+    The git guard sets a deep tree aside in the workspace (``.git-discarded-*``)
+    rather than deleting it; a 1,500-level one must not outlive the test (see
+    `temp_trees`).
+    """
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
+    yield root
+    for child in root.iterdir():
+        if child.name.startswith((".git-discarded-", ".git.replaced-")):
+            remove_tree(child)
+    remove_tree(root / ".git" / "hooks" / "a")
 
 
 @pytest.mark.parametrize("backend", ["landlock", "bwrap"])

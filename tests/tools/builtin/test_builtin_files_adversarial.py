@@ -25,6 +25,7 @@ import pytest
 from builtin_support import run
 
 import toolweave as tw
+from temp_trees import make_chain, remove_tree
 from toolweave._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
 from toolweave.events import ToolResultReady
 from toolweave.execution import PermissionMode
@@ -781,58 +782,17 @@ async def test_permission_denied_is_an_error_result(
         (root / "closed").chmod(0o755)
 
 
-def _make_chain(root: Path, name: str, depth: int) -> None:
-    """`depth` nested directories `name` under `root`, an ``f.py`` at the bottom.
-
-    Made through directory descriptors: the full path may exceed PATH_MAX.
-    """
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        for _ in range(depth):
-            os.mkdir(name, dir_fd=fd)
-            inner = os.open(name, os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        os.close(os.open("f.py", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
-    finally:
-        os.close(fd)
-
-
-def _remove_deep(top: Path) -> None:
-    """Delete a tree of any depth; each directory is first moved up beside `top`.
-
-    pytest's own cleanup (``shutil.rmtree``, recursive with one descriptor per
-    level) fails on a 1,500-level chain or a path over PATH_MAX, and its failure
-    then breaks every later pytest run sharing the temp root: so these tests
-    remove their trees themselves.
-    """
-    pending, moved = [top], 0
-    while pending:
-        directory = pending.pop()
-        with os.scandir(directory) as entries:
-            children = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
-        for child, is_dir in children:
-            if is_dir:
-                moved += 1
-                shallow = top.parent / f"{top.name}.up{moved}"
-                os.rename(directory / child, shallow)
-                pending.append(shallow)
-            else:
-                os.unlink(directory / child)
-        os.rmdir(directory)
-
-
 @pytest.mark.timeout(60)
 async def test_glob_walks_a_1500_level_chain_without_recursing(
     root: Path, state: SessionState
 ) -> None:
     """An iterative walk: the old os.walk hit the recursion limit near 1000 levels."""
     try:
-        _make_chain(root, "d", 1500)
+        make_chain(root, "d", 1500)
         out = await run(GlobTool(root), {"pattern": "*.py"}, state)
     finally:
         if (root / "d").exists():
-            _remove_deep(root / "d")
+            remove_tree(root / "d")
     assert out == "d/" * 1500 + "f.py"
 
 
@@ -844,11 +804,11 @@ async def test_glob_names_directories_too_deep_to_list(
     name = "n" * 200
     (root / "top.py").write_text("")
     try:
-        _make_chain(root, name, MAX_PATH_BYTES // 200 + 2)
+        make_chain(root, name, MAX_PATH_BYTES // 200 + 2)
         out = await run(GlobTool(root), {"pattern": "*.py"}, state)
     finally:
         if (root / name).exists():
-            _remove_deep(root / name)
+            remove_tree(root / name)
     assert out.startswith("top.py\n[1 directory could not be listed")
     assert "File name too long" in out
 

@@ -160,7 +160,7 @@ async def test_forced_fallback_is_the_python_engine(
 
 
 def test_python_engine_checks_for_cancellation_per_file(root: Path) -> None:
-    """The walk consults its check (anyio's check_cancelled) per directory and file."""
+    """The walk consults its check (check_cancelled) per directory and file."""
     for i in range(20):
         (root / f"d{i:02}").mkdir()
         (root / f"d{i:02}" / "f.txt").write_text("foo\n")

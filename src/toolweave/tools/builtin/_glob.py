@@ -8,13 +8,12 @@ from functools import partial
 from pathlib import Path, PurePath
 from typing import Any
 
-import anyio.from_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError
 from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
-from .._threads import run_in_worker_thread
+from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
 from ._textfile import describe_os_error, reporting_os_errors
 from ._walk import compile_glob, walk_files
@@ -86,7 +85,7 @@ class GlobTool(Tool):
         )
 
     def glob_sync(self, args: dict[str, Any]) -> str:
-        """The blocking body of `call` (must run on an anyio worker thread).
+        """The blocking body of `call` (runs on a worker thread: `run_in_worker_thread`).
 
         A directory that cannot be listed is counted and named in the result
         (never silently left out); a name holding a control character (a
@@ -103,7 +102,7 @@ class GlobTool(Tool):
         for path in walk_files(
             self.workspace,
             start,
-            anyio.from_thread.check_cancelled,
+            check_cancelled,
             lambda where, exc: unlisted.append((where, exc)),
         ):
             if matches(path.relative_to(start).as_posix()):

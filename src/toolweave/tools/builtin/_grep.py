@@ -14,14 +14,13 @@ from typing import Any, Literal
 
 import anyio
 import anyio.abc
-import anyio.from_thread
 import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError
 from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
-from .._threads import run_in_worker_thread
+from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
 from ._grep_python import GrepQuery, PatternTooSlow, python_grep
 from ._textfile import MAX_LINE_CHARS, SNIFF_BYTES, is_binary, open_regular
@@ -159,9 +158,7 @@ class GrepTool(Tool):
 
     def _python(self, query: GrepQuery, limit: int) -> tuple[list[str], bool]:
         try:
-            found = python_grep(
-                query, self.workspace, anyio.from_thread.check_cancelled
-            )
+            found = python_grep(query, self.workspace, check_cancelled)
             lines = list(islice(found, limit + 1))
             return lines[:limit], len(lines) > limit
         except regex.error as exc:

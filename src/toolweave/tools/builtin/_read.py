@@ -12,14 +12,13 @@ from itertools import islice
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
-import anyio.from_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
 from ...messages import ContentBlock, Image, Text, ToolCall
 from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import SessionState, ShownResult, ToolContext, result_digest
-from .._threads import run_in_worker_thread
+from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
 from ._readstate import fingerprint, record_read, still_shown
 from ._textfile import (
@@ -162,7 +161,7 @@ class ReadTool(Tool):
                     self.read_sync,
                     args,
                     ctx.state,
-                    check=anyio.from_thread.check_cancelled,
+                    check=check_cancelled,
                     call=ctx.call,
                 ),
                 "read",
@@ -181,8 +180,8 @@ class ReadTool(Tool):
         """The blocking body of `call`.
 
         `check` is a cancellation check, called now and then while lines are
-        scanned (``anyio.from_thread.check_cancelled`` on a worker thread): at
-        a deadline the scan stops, before anything is recorded in the ledger.
+        scanned (`check_cancelled` on a worker thread): at a deadline the scan
+        stops, before anything is recorded in the ledger.
         `call` is the call being answered: the ledger keeps which result showed
         the lines, so a re-read says "unchanged" only while the model still
         sees that result (`SessionState.transcript`).

@@ -1,0 +1,65 @@
+"""The suite's temp clean-up: deep trees are found and removed without recursing.
+
+The session check in ``conftest.py`` relies on `too_deep`; the tests that make
+deep trees rely on `remove_tree`. Both are shown on real trees here, deeper
+than the recursion limit and longer than PATH_MAX.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from temp_trees import MAX_LEFT_DEPTH, make_chain, remove_tree, too_deep
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_found_and_removed(
+    tmp_path: Path,
+) -> None:
+    depth = sys.getrecursionlimit() + 500
+    top = tmp_path / "pytest-9" / "test_x0"
+    top.mkdir(parents=True)
+    make_chain(top, "a", depth)
+    (top / "shallow").mkdir()
+    assert too_deep(tmp_path) == [os.path.join("pytest-9", "test_x0", "a")]
+    remove_tree(top / "a")
+    assert not (top / "a").exists()
+    assert [p.name for p in top.iterdir()] == ["shallow"]  # nothing else touched
+    assert too_deep(tmp_path) == []
+
+
+def test_a_tree_within_the_bound_is_not_reported_and_rmtree_removes_it(
+    tmp_path: Path,
+) -> None:
+    make_chain(tmp_path, "a", MAX_LEFT_DEPTH - 1)
+    assert too_deep(tmp_path) == []
+    shutil.rmtree(tmp_path / "a")  # what pytest's own clean-up does
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_tree_past_path_max_with_a_locked_directory_is_removed(
+    tmp_path: Path,
+) -> None:
+    name = "n" * 200
+    make_chain(tmp_path, name, 4096 // 200 + 5)
+    (tmp_path / name).chmod(0o500)  # read-only: its child cannot be unlinked as is
+    remove_tree(tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_remove_tree_of_a_file_a_symlink_or_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    make_chain(target, "d", 3)
+    (tmp_path / "link").symlink_to(target)
+    (tmp_path / "file").write_text("x")
+    remove_tree(tmp_path / "link")  # the link goes, never what it points to
+    remove_tree(tmp_path / "file")
+    remove_tree(tmp_path / "missing")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
+    assert (target / "d" / "d" / "d" / "f.py").exists()
