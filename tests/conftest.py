@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio.testing
 
-from temp_trees import MAX_LEFT_DEPTH, too_deep
+from temp_trees import MAX_LEFT_DEPTH, remove_stuck_garbage, too_deep
 
 _real_connect = socket.socket.connect
 _LOOPBACK_PREFIXES = ("127.", "::1", "localhost")
@@ -32,7 +32,10 @@ def _temp_trees_stay_removable(
     pytest removes old temp roots with ``shutil.rmtree``, which recurses once
     per level: a tree left 1,500 levels deep made every pytest run on the
     machine from the fourth on end in a RecursionError (see `temp_trees`).
+    Such a tree left by an earlier run is removed first, so one bad run does
+    not fail every later one.
     """
+    remove_stuck_garbage(tmp_path_factory.getbasetemp().parent)
     yield
     offenders = too_deep(tmp_path_factory.getbasetemp())
     assert not offenders, (

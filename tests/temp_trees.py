@@ -14,7 +14,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["MAX_LEFT_DEPTH", "make_chain", "remove_tree", "too_deep"]
+__all__ = [
+    "MAX_LEFT_DEPTH",
+    "make_chain",
+    "remove_stuck_garbage",
+    "remove_tree",
+    "too_deep",
+]
 
 MAX_LEFT_DEPTH = 300
 """Deepest a tree left under the temp root may be (levels below it): well under
@@ -81,3 +87,24 @@ def too_deep(base: Path, bound: int = MAX_LEFT_DEPTH) -> list[str]:
             offenders[os.path.join(*parts[:3])] = None
             dirnames.clear()
     return list(offenders)
+
+
+def remove_stuck_garbage(temp_root: Path) -> list[str]:
+    """Remove the ``garbage-*`` trees under `temp_root` that pytest cannot.
+
+    pytest deletes an old numbered temp dir by renaming it ``garbage-<uuid>``
+    and then `shutil.rmtree`; a tree too deep for that stays, and every later
+    run on the machine retries it at exit and fails. A tree left so by an
+    earlier run (before the session check below existed, or by another
+    checkout's suite) is removed here, without recursing. Only trees deeper
+    than `MAX_LEFT_DEPTH` are touched: a shallow garbage dir may be one
+    another pytest run is deleting right now. Returns the names removed.
+    """
+    removed: list[str] = []
+    if not temp_root.is_dir():
+        return removed
+    for entry in sorted(temp_root.glob("garbage-*")):
+        if entry.is_dir() and not entry.is_symlink() and too_deep(entry):
+            remove_tree(entry)
+            removed.append(entry.name)
+    return removed

@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from temp_trees import MAX_LEFT_DEPTH, make_chain, remove_tree, too_deep
+from temp_trees import (
+    MAX_LEFT_DEPTH,
+    make_chain,
+    remove_stuck_garbage,
+    remove_tree,
+    too_deep,
+)
 
 
 def test_a_tree_deeper_than_the_recursion_limit_is_found_and_removed(
@@ -63,3 +69,27 @@ def test_remove_tree_of_a_file_a_symlink_or_nothing(tmp_path: Path) -> None:
     remove_tree(tmp_path / "missing")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
     assert (target / "d" / "d" / "d" / "f.py").exists()
+
+
+def test_a_stuck_garbage_tree_from_an_earlier_run_is_removed_and_others_are_kept(
+    tmp_path: Path,
+) -> None:
+    stuck = tmp_path / "garbage-1111"
+    stuck.mkdir()
+    make_chain(stuck, "a", sys.getrecursionlimit() + 500)
+    shallow = tmp_path / "garbage-2222"  # maybe another run deleting it now
+    shallow.mkdir()
+    make_chain(shallow, "a", 3)
+    live = tmp_path / "pytest-7"  # a numbered root: pytest's own, not garbage
+    live.mkdir()
+    make_chain(live, "a", MAX_LEFT_DEPTH + 5)
+    try:
+        with pytest.raises(RecursionError):
+            shutil.rmtree(stuck)  # what made every later run fail at exit
+        assert remove_stuck_garbage(tmp_path) == ["garbage-1111"]
+        kept = sorted(p.name for p in tmp_path.iterdir())
+        assert kept == ["garbage-2222", "pytest-7"]
+    finally:
+        remove_tree(stuck)
+        remove_tree(live)
+    assert remove_stuck_garbage(tmp_path / "missing") == []
