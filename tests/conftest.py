@@ -134,3 +134,33 @@ def _hypothesis_profiles() -> None:
 
 
 _hypothesis_profiles()
+
+
+@pytest.fixture
+def crash_copy() -> Any:
+    """Copy a session store as a process killed now would leave it on disk.
+
+    ``crash_copy(store, dest)`` makes a consistent copy of the database (SQLite's
+    backup API, so committed transactions only) and of its blobs, and opens it:
+    what a successor process finds after a crash at this instant. Call it once
+    the writes that should be on disk are durable (``await recorder.flush()``).
+    """
+    import shutil
+    import sqlite3
+    from pathlib import Path
+
+    from toolweave.sessions import SQLiteSessionStore
+
+    def copy(store: SQLiteSessionStore, dest: Path) -> SQLiteSessionStore:
+        source = sqlite3.connect(store.path)
+        target = sqlite3.connect(dest)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
+        if store.blobs.root.exists():
+            shutil.copytree(store.blobs.root, dest.with_name(dest.name + ".blobs"))
+        return SQLiteSessionStore(dest, blob_threshold=store.blobs.threshold)
+
+    return copy

@@ -25,6 +25,7 @@ from ._exceptions import OverloadedError as OverloadedError
 from ._exceptions import PermissionDeniedError as PermissionDeniedError
 from ._exceptions import PromptTooLongError as PromptTooLongError
 from ._exceptions import RateLimitedError as RateLimitedError
+from ._exceptions import SessionBusyError as SessionBusyError
 from ._exceptions import StopRun as StopRun
 from ._exceptions import StoreError as StoreError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
@@ -97,6 +98,7 @@ __all__ = [
     "RateLimitedError",
     "RunResult",
     "SandboxMode",
+    "SessionBusyError",
     "StopReason",
     "StopRun",
     "StoreError",

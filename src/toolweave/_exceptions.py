@@ -26,7 +26,8 @@ ToolweaveError
 ├── ControlSignal                      raised by a tool on purpose to steer the loop
 │   ├── ModelRetry                     "tell the model this and let it try again"
 │   └── StopRun                        end the run after this batch
-├── StoreError                         the session store could not read or write
+├── StoreError                         the session store could not read or write (or is damaged)
+│   └── SessionBusyError               another live owner holds the session's lease
 ├── ClusterError                       a Ray task or worker failed (crashed, cancelled, lost)
 └── InternalError                      a broken invariant inside toolweave (a bug: please report it)
 ```
@@ -54,6 +55,7 @@ __all__ = [
     "PermissionDeniedError",
     "PromptTooLongError",
     "RateLimitedError",
+    "SessionBusyError",
     "StopRun",
     "StoreError",
     "ToolDefinitionError",
@@ -219,7 +221,16 @@ class StopRun(ControlSignal):
 
 
 class StoreError(ToolweaveError):
-    """The session store could not read or write."""
+    """The session store could not read or write, or a stored row is damaged."""
+
+
+class SessionBusyError(StoreError):
+    """Another live owner holds the session's lease: it is being run elsewhere.
+
+    The message names the holder (``host:pid``) and since when. A session has
+    one live owner at a time; the lease frees when that run ends, or when its
+    owner is gone (dead on this host, or silent past the lease term).
+    """
 
 
 class ClusterError(ToolweaveError):

@@ -273,3 +273,12 @@ def test_the_schedules_demo_is_still_there() -> None:
     for policy in ("sequential", "all_or_nothing", "partition", "rwlock", "conflict"):
         assert f"{policy}:" in out.getvalue()
     assert makespans["conflict"] == min(makespans.values()) < makespans["sequential"]
+
+
+def test_sessions_before_any_run_lists_none_and_creates_nothing(
+    home: Path, workspace: Path
+) -> None:
+    code, stdout, output = _invoke("sessions")
+    assert code == 0, output
+    assert "No sessions yet" in stdout
+    assert not (home / "sessions.db").exists()  # a read command writes nothing

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import socket
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -37,8 +38,14 @@ COLOURS = {
 }
 
 
-async def _crashed_and_resumed(store: SQLiteSessionStore) -> str:
-    """A session whose first run died mid-batch (lost + skipped calls), then resumed."""
+async def _crashed_and_resumed(
+    store: SQLiteSessionStore, crash_copy: Any, crashed: Path
+) -> tuple[SQLiteSessionStore, str]:
+    """A session whose first run died mid-batch (lost + skipped calls), then resumed.
+
+    The crash: what the store holds once `c` runs (copied as a killed process
+    leaves it, `crash_copy`); the resume runs on that copy, which is returned.
+    """
     started = anyio.Event()
 
     @tool(
@@ -66,31 +73,34 @@ async def _crashed_and_resumed(store: SQLiteSessionStore) -> str:
         workspace="/w", model="scripted", title="crash & resume"
     ).id
     recorder = SessionRecorder(store, sid, model="scripted", owner=DEAD_OWNER)
-
-    async def consume() -> None:
-        async for event in Agent(ScriptedModel([batch]), [look, slow]).run_stream(
-            "task"
-        ):
-            recorder.record(event)
+    agent = Agent(ScriptedModel([batch]), [look, slow])
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(consume)
+        tg.start_soon(lambda: agent.run("task", recorder=recorder))
         await started.wait()
         await anyio.wait_all_tasks_blocked()
+        await recorder.flush()
+        copy = crash_copy(store, crashed)
         tg.cancel_scope.cancel()
-    plan = prepare_resume(store, sid)
-    again = SessionRecorder(store, sid, model="scripted")
+    store.close()
+    plan = prepare_resume(copy, sid)
+    again = SessionRecorder(copy, sid, model="scripted", lease=plan.lease)
     final = ModelResponse([Text("done")], StopReason.END_TURN, Usage(5, 5))
-    async for event in Agent(ScriptedModel([final]), [look, slow]).run_stream(
-        plan.prompt, history=plan.history
-    ):
-        again.record(event)
-    return sid
+    await Agent(ScriptedModel([final]), [look, slow]).run(
+        plan.prompt, history=plan.history, recorder=again
+    )
+    return copy, sid
 
 
-def test_the_page_is_self_contained_and_escapes_what_it_shows(tmp_path: Path) -> None:
-    store = SQLiteSessionStore(tmp_path / "s.db")
-    sid = anyio.run(_crashed_and_resumed, store)
+def test_the_page_is_self_contained_and_escapes_what_it_shows(
+    tmp_path: Path, crash_copy: Any
+) -> None:
+    store, sid = anyio.run(
+        _crashed_and_resumed,
+        SQLiteSessionStore(tmp_path / "s.db"),
+        crash_copy,
+        tmp_path / "crashed.db",
+    )
     page, bars = write_timeline(store, sid, tmp_path / "t.html")
     html = page.read_text()
     assert bars == 4 == html.count("data-call-id=")
@@ -105,14 +115,20 @@ def test_the_page_is_self_contained_and_escapes_what_it_shows(tmp_path: Path) ->
 
 
 @pytest.mark.browser
-def test_headless_chromium_draws_one_bar_per_call(tmp_path: Path) -> None:
+def test_headless_chromium_draws_one_bar_per_call(
+    tmp_path: Path, crash_copy: Any
+) -> None:
     binary = find_chromium()
     if binary is None:
         pytest.skip(
             "Debian's chromium is not installed (CI installs it via .ci/setup-extras)"
         )
-    store = SQLiteSessionStore(tmp_path / "crash.db")
-    crash_sid = anyio.run(_crashed_and_resumed, store)
+    store, crash_sid = anyio.run(
+        _crashed_and_resumed,
+        SQLiteSessionStore(tmp_path / "crash.db"),
+        crash_copy,
+        tmp_path / "crashed.db",
+    )
     demo = anyio.run(
         lambda: run_demo(Console(file=io.StringIO()), root=tmp_path / "demo")
     )

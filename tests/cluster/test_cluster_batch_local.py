@@ -36,6 +36,14 @@ class Gate:
         self.inside = 0
         self.peak = 0
         self.release = anyio.Event()
+        self._arrived = anyio.Event()
+
+    async def wait_inside(self, count: int) -> None:
+        """Return once `count` calls are inside (a rendezvous: the store's writer
+        thread may still hold a call at its start barrier when every task blocks)."""
+        with anyio.fail_after(60):
+            while self.inside < count:
+                await self._arrived.wait()
 
     def tools(self, task: BatchTask) -> list[Tool]:
         del task
@@ -45,6 +53,8 @@ class Gate:
             """Wait at the gate."""
             self.inside += 1
             self.peak = max(self.peak, self.inside)
+            self._arrived.set()
+            self._arrived = anyio.Event()
             await self.release.wait()
             self.inside -= 1
             return "through"
@@ -73,6 +83,7 @@ async def test_sessions_are_bounded_and_each_writes_one_line(tmp_path: Path) -> 
                 on_update=updates.append,
             )
         )
+        await gate.wait_inside(2)
         await anyio.wait_all_tasks_blocked()
         assert gate.inside == 2  # the cap is reached ...
         assert updates[-1].running == 2 and not output.read_text()
@@ -293,8 +304,9 @@ async def test_an_interrupted_batch_writes_nothing_for_unfinished_sessions(
                 tasks, output=output, tools=gate.tools, store=store, max_sessions=2
             )
         )
+        await gate.wait_inside(2)
         await anyio.wait_all_tasks_blocked()
-        assert gate.inside == 2
+        assert gate.inside == 2  # and no third: the batch's cap
         tg.cancel_scope.cancel()  # Ctrl-C
     assert output.read_text() == ""
     assert sorted(s.status for s in store.list_sessions()) == ["abandoned", "abandoned"]

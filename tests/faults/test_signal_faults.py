@@ -320,6 +320,8 @@ def test_a_second_signal_quits_at_once_and_still_kills_the_children(
         from toolweave.sessions import prepare_resume
 
         plan = prepare_resume(store, session)
+        assert plan.lease is not None  # the quit process's lease was free to take
+        plan.lease.release()  # no run follows here; the CLI's resume below takes it
         # The hook was killed before `read` started; `bash` was running.
         assert [r.call.id for r in plan.skipped] == ["r"]
         assert [r.call.id for r in plan.lost] == ["b"]

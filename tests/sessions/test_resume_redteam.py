@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -94,16 +94,20 @@ async def _record(
     history: tuple[Message, ...] = (),
     owner: str | None = None,
     recorded: anyio.Event | None = None,
+    recorders: list[SessionRecorder] | None = None,
 ) -> RunFinished | None:
-    """Run the scripted turns, recording every event; None if cancelled."""
+    """Run the scripted turns, recorded (attached); None if cancelled."""
     kwargs = {} if owner is None else {"owner": owner}
     recorder = SessionRecorder(store, sid, model="scripted", **kwargs)
+    if recorders is not None:
+        recorders.append(recorder)
     state = SessionState(workspace=results.parent, results_dir=results)
     agent = Agent(ScriptedModel(turns), tools.build(), state=state)  # type: ignore[arg-type]
     finished = None
     try:
-        async for event in agent.run_stream(prompt, history=list(history)):
-            recorder.record(event)
+        async for event in agent.run_stream(
+            prompt, history=list(history), recorder=recorder
+        ):
             if recorded is not None and isinstance(event, ToolResultReady):
                 recorded.set()
             if isinstance(event, RunFinished):
@@ -244,7 +248,9 @@ async def test_a_session_round_trips_through_store_and_resume(
     store.close()
 
 
-async def test_a_crash_mid_batch_with_large_outputs_and_one_id(tmp_path: Path) -> None:
+async def test_a_crash_mid_batch_with_large_outputs_and_one_id(
+    tmp_path: Path, crash_copy: Any
+) -> None:
     """A finished call was persisted, one was running, one never started — all
     ``call_0``. Resume answers each for itself, the finished one keeps its own
     preview and file, and a later call_0 gets a file of its own."""
@@ -260,6 +266,7 @@ async def test_a_crash_mid_batch_with_large_outputs_and_one_id(tmp_path: Path) -
     )
 
     first_done = anyio.Event()
+    recorders: list[SessionRecorder] = []
     async with anyio.create_task_group() as tg:
 
         async def consume() -> None:
@@ -271,16 +278,19 @@ async def test_a_crash_mid_batch_with_large_outputs_and_one_id(tmp_path: Path) -
                 results,
                 owner=DEAD_OWNER,
                 recorded=first_done,
+                recorders=recorders,
             )
 
         tg.start_soon(consume)
         await tools.held.wait()
-        await first_done.wait()  # x finished and was recorded (persisted)
+        await first_done.wait()  # x finished (persisted)
         await anyio.wait_all_tasks_blocked()
-        tg.cancel_scope.cancel()  # the process dies
+        await recorders[0].flush()
+        crashed = crash_copy(store, tmp_path / "crashed.db")  # the process dies
+        tg.cancel_scope.cancel()
 
     store.close()
-    store = SQLiteSessionStore(db)
+    store = crashed
     plan = prepare_resume(store, sid)
     done, lost, skipped = plan.history[-1].tool_results
     assert done.text.startswith("<persisted-output>") and "<x>" in done.text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -28,6 +29,7 @@ from toolweave.sessions import (
     prepare_resume,
     skipped_result,
 )
+from toolweave.sessions._sqlite_rows import SCHEMA_VERSION
 from toolweave.tools import ToolRegistry
 
 pytestmark = pytest.mark.anyio
@@ -93,7 +95,7 @@ async def test_every_call_has_its_own_record_and_the_transcript_round_trips(
 
 
 async def test_a_crash_with_repeated_ids_answers_each_call_for_itself(
-    tmp_path: Path,
+    tmp_path: Path, crash_copy: Any
 ) -> None:
     """One finished, one running, one not started — all named ``call_0``."""
     store = SQLiteSessionStore(tmp_path / "s.db")
@@ -106,18 +108,16 @@ async def test_a_crash_with_repeated_ids_answers_each_call_for_itself(
         call("call_0", "look", key="y"),  # waits for `slow`: never starts
     )
 
-    async def consume() -> None:
-        agent = Agent(ScriptedModel([batch]), ToolRegistry(bench.tools()))
-        async for event in agent.run_stream("go"):
-            recorder.record(event)
-
+    agent = Agent(ScriptedModel([batch]), ToolRegistry(bench.tools()))
     async with anyio.create_task_group() as tg:
-        tg.start_soon(consume)
+        tg.start_soon(lambda: agent.run("go", recorder=recorder))
         await bench.slow_started.wait()
         await anyio.wait_all_tasks_blocked()
-        tg.cancel_scope.cancel()  # the process dies
+        await recorder.flush()
+        crashed = crash_copy(store, tmp_path / "crashed.db")  # the process dies
+        tg.cancel_scope.cancel()
 
-    plan = prepare_resume(store, sid)
+    plan = prepare_resume(crashed, sid)
     fast, hold, after = plan.history[-1].tool_results
     assert fast.text == "value of x" and not fast.is_error
     assert hold == lost_result(batch.tool_calls[1])
@@ -165,4 +165,4 @@ def test_a_schema_1_store_is_migrated_with_its_calls(tmp_path: Path) -> None:
     assert len(store.calls(sid)) == 1
     store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

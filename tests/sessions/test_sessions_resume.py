@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from contextlib import aclosing
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from sessions_support import DEAD_OWNER, Bench, call, say, use
 
-from toolweave._exceptions import StoreError
+from toolweave._exceptions import SessionBusyError, StoreError
 from toolweave.events import ModelCallStarted, RunFinished
 from toolweave.loop import Agent, transcript_problems
 from toolweave.messages import Message, ModelResponse
@@ -36,31 +37,36 @@ FIRST_BATCH = use(
 )
 
 
-async def _crash_mid_batch(store: SQLiteSessionStore, bench: Bench) -> str:
-    """Run until `hold` is running and `fast` is done, then stop recording: a crash."""
+async def _crash_mid_batch(
+    tmp_path: Path, bench: Bench, crash_copy: Any
+) -> tuple[SQLiteSessionStore, str]:
+    """Run (recorded) until `hold` is running and `fast` is done, then crash.
+
+    The crash: the store as a process killed at that instant leaves it
+    (`crash_copy`); that copy is returned.
+    """
+    store = SQLiteSessionStore(tmp_path / "s.db")
     registry = ToolRegistry(bench.tools())
     sid = store.create_session(workspace="/w", model="scripted", title="task").id
     recorder = SessionRecorder(store, sid, model="scripted", owner=DEAD_OWNER)
-    model = ScriptedModel([FIRST_BATCH])
-
-    async def consume() -> None:
-        async for event in Agent(model, registry).run_stream("do the task"):
-            recorder.record(event)
+    agent = Agent(ScriptedModel([FIRST_BATCH]), registry)
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(consume)
+        tg.start_soon(lambda: agent.run("do the task", recorder=recorder))
         await bench.slow_started.wait()
         await anyio.wait_all_tasks_blocked()
-        tg.cancel_scope.cancel()  # nothing after this point reaches the store
-    return sid
+        await recorder.flush()
+        crashed = crash_copy(store, tmp_path / "crashed.db")
+        tg.cancel_scope.cancel()  # nothing after this point reaches the copy
+    store.close()
+    return crashed, sid
 
 
 async def test_resume_answers_the_cut_batch_and_never_reruns_a_started_call(
-    tmp_path: Path,
+    tmp_path: Path, crash_copy: Any
 ) -> None:
-    store = SQLiteSessionStore(tmp_path / "s.db")
     bench = Bench()
-    sid = await _crash_mid_batch(store, bench)
+    store, sid = await _crash_mid_batch(tmp_path, bench, crash_copy)
     assert store.find_session(sid).status == "crashed"
     before = store.messages(sid)
     assert [m.role for m in before] == ["user", "assistant"]
@@ -93,12 +99,11 @@ async def test_resume_answers_the_cut_batch_and_never_reruns_a_started_call(
         return say("Checked; all good.")
 
     registry = ToolRegistry(bench.tools())
-    recorder = SessionRecorder(store, sid, model="scripted")
+    recorder = SessionRecorder(store, sid, model="scripted", lease=plan.lease)
     events = []
     async for event in Agent(ScriptedModel([final]), registry).run_stream(
-        plan.prompt, history=plan.history
+        plan.prompt, history=plan.history, recorder=recorder
     ):
-        recorder.record(event)
         events.append(event)
     finished = events[-1]
     assert isinstance(finished, RunFinished) and finished.output == "Checked; all good."
@@ -114,10 +119,15 @@ async def test_resume_answers_the_cut_batch_and_never_reruns_a_started_call(
     assert store.find_session(sid).status == "completed"
 
 
-async def test_a_second_resume_changes_nothing_more(tmp_path: Path) -> None:
-    store = SQLiteSessionStore(tmp_path / "s.db")
-    sid = await _crash_mid_batch(store, Bench())
+async def test_a_second_resume_changes_nothing_more(
+    tmp_path: Path, crash_copy: Any
+) -> None:
+    store, sid = await _crash_mid_batch(tmp_path, Bench(), crash_copy)
     first = prepare_resume(store, sid)
+    with pytest.raises(SessionBusyError, match="is being run by"):
+        prepare_resume(store, sid)  # the first plan holds the session
+    assert first.lease is not None
+    first.lease.release()  # no run followed it
     second = prepare_resume(store, sid)
     assert second.history == first.history
     assert second.lost == () and second.skipped == ()

@@ -227,3 +227,58 @@ def test_a_database_from_a_newer_schema_or_not_a_database_is_refused(
     junk.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="cannot open"):
         SQLiteSessionStore(junk)
+
+
+def test_a_batch_is_written_all_or_none(store: SQLiteSessionStore) -> None:
+    sid = store.create_session(workspace="/w", model="m", title="t").id
+    with pytest.raises(StoreError, match="no session"):
+        store.batch(
+            [
+                lambda: store.append_message(sid, Message("user", "kept?"), run=1),
+                lambda: store.append_message("0" * 32, Message("user", "x"), run=1),
+            ]
+        )
+    assert store.messages(sid) == []  # the first was rolled back with the second
+    store.batch([lambda: store.append_message(sid, Message("user", "a"), run=1)] * 2)
+    assert [m.text for m in store.messages(sid)] == ["a", "a"]
+
+
+def test_closing_leaves_the_file_readable_from_read_only_places(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    first, second = SQLiteSessionStore(path), SQLiteSessionStore(path)
+    sid = first.create_session(workspace="/w", model="m", title="t").id
+    first.close()  # another connection is open: it stays in WAL mode, at once
+    assert path.with_name("s.db-wal").exists()
+    assert second.find_session(sid).title == "t"
+    second.close()  # the last one: back to rollback mode, no -wal, no -shm
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    conn.close()
+    again = SQLiteSessionStore(path)  # and WAL again for the next writer
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    assert again.find_session(sid).title == "t"
+    again.close()
+
+
+def test_a_read_only_store_writes_nothing_and_needs_the_file(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no session database"):
+        SQLiteSessionStore(tmp_path / "missing.db", read_only=True)
+    assert not (tmp_path / "missing.db").exists()
+    writer = SQLiteSessionStore(tmp_path / "s.db")
+    sid = writer.create_session(workspace="/w", model="m", title="t").id
+    reader = SQLiteSessionStore(tmp_path / "s.db", read_only=True)
+    for write in (
+        lambda: reader.create_session(workspace="/w", model="m", title="x"),
+        lambda: reader.append_message(sid, Message("user", "x"), run=1),
+        lambda: reader.acquire_lease(sid, owner="h:1", token="t", term=1.0),
+    ):
+        with pytest.raises(StoreError, match="read-only"):
+            write()
+    assert reader.find_session(sid).messages == 0
+    reader.close()
+    writer.close()

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from .. import __version__
 from .._exceptions import ConfigError, StoreError, ToolweaveError, UsageError
+from ..sessions import SQLiteSessionStore
 from ._config_cmd import render_config
 from ._demo import render_epilogue, render_summary, run_demo
 from ._demo_schedules import run_schedules_demo
@@ -254,17 +255,27 @@ def sessions(
     limit: Annotated[int, typer.Option(help="How many to list.")] = 30,
 ) -> None:
     """List stored sessions, newest first."""
+    console = Console()
     try:
-        db = open_store(
-            store or load_settings(Path.cwd()).settings.store, existing=True
-        )
-        console = Console()
-        console.print(
-            render_sessions(db.list_sessions(limit=limit), width=console.width)
-        )
-        db.close()
+        named = store or load_settings(Path.cwd()).settings.store
+        if named is None and not default_store_path().is_file():
+            found = []  # nothing recorded yet (and nothing is created to say so)
+        else:
+            with _reading(named) as db:
+                found = db.list_sessions(limit=limit)
     except (UsageError, StoreError) as exc:
         raise _fail(exc) from exc
+    console.print(render_sessions(found, width=console.width))
+
+
+@contextmanager
+def _reading(store: str | None) -> Iterator[SQLiteSessionStore]:
+    """The store opened read-only (a read-only directory or mount works), then closed."""
+    db = open_store(store, read_only=True)
+    try:
+        yield db
+    finally:
+        db.close()
 
 
 @app.command(cls=Command)
@@ -279,15 +290,15 @@ def show(
 ) -> None:
     """Print a session's transcript."""
     try:
-        db = open_store(
-            store or load_settings(Path.cwd()).settings.store, existing=True
-        )
-        console = Console()
-        for part in render_transcript(db, session, full=full):
-            console.print(part)
-        db.close()
+        with _reading(store or load_settings(Path.cwd()).settings.store) as db:
+            parts = list(
+                render_transcript(db, session, full=full)
+            )  # damage: nothing shown
     except (UsageError, StoreError) as exc:
         raise _fail(exc) from exc
+    console = Console()
+    for part in parts:
+        console.print(part)
 
 
 @app.command(cls=Command)
@@ -312,17 +323,14 @@ def timeline(
 ) -> None:
     """Write a self-contained HTML timeline of what ran in parallel."""
     try:
-        db = open_store(
-            store or load_settings(Path.cwd()).settings.store, existing=True
-        )
-        sid = db.find_session(session).id
-        path, bars = write_timeline(
-            db,
-            sid,
-            output or Path(f"toolweave-timeline-{sid[:12]}.html"),
-            same_scale=same_scale,
-        )
-        db.close()
+        with _reading(store or load_settings(Path.cwd()).settings.store) as db:
+            sid = db.find_session(session).id
+            path, bars = write_timeline(
+                db,
+                sid,
+                output or Path(f"toolweave-timeline-{sid[:12]}.html"),
+                same_scale=same_scale,
+            )
     except (UsageError, StoreError, OSError) as exc:
         raise _fail(exc) from exc
     Console().print(f"wrote {path} ({bars} tool calls)")

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import anyio
 
 from .._exceptions import StoreError
-from ..events import CompletionReason, Event, RunFinished
+from ..events import CompletionReason, RunFinished
 from ..loop import Agent
 from ..messages import Message
 from ..sessions import SessionRecorder
 from ._output import RunOutput
 from ._signals import INTERRUPT_NOTE, Stops, StopWatch
 
-__all__ = ["INTERRUPT_NOTE", "DriveResult", "drive_run", "exit_code"]
+__all__ = [
+    "INTERRUPT_NOTE",
+    "DriveResult",
+    "drive_run",
+    "exit_code",
+    "store_failure_note",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,33 +34,47 @@ class DriveResult:
     """True if a second signal ended it."""
     stops: Stops = field(default_factory=Stops)
     """The signals (or the closed output) that stopped it from outside."""
+    store_failure: StoreError | None = None
+    """Why the session store could not record the run (all of it), if it could not."""
 
 
 def exit_code(result: DriveResult) -> int:
     """The exit status: 0 completed, 128 + the signal or 141 stopped, else 1.
 
     130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP; 141 when the output was closed
-    (see `Stops.exit_code`).
+    (see `Stops.exit_code`). A run the store could not record whole is not a
+    success: 1 (unless a signal stopped it).
     """
     finished = result.finished
     reason = None if finished is None else finished.reason
     return result.stops.exit_code(
-        completed=reason is CompletionReason.COMPLETED,
+        completed=reason is CompletionReason.COMPLETED and result.store_failure is None,
         interrupted=finished is None or reason is CompletionReason.INTERRUPTED,
     )
 
 
-def _record(
-    recorder: SessionRecorder | None, event: Event, output: RunOutput
-) -> SessionRecorder | None:
+def store_failure_note(exc: StoreError) -> str:
+    """What the user is told when the session store cannot be written."""
+    return (
+        f"session recording failed: {exc}. The run is stopped rather than go on"
+        " unrecorded; calls that had not started were not started."
+    )
+
+
+def _abandoner(
+    recorder: SessionRecorder | None, output: RunOutput
+) -> Callable[[], None] | None:
+    """Record a quit run as abandoned where it stands (nothing of it after)."""
     if recorder is None:
         return None
-    try:
-        recorder.record(event)
-    except StoreError as exc:
-        output.note(f"session recording failed, the run goes on unrecorded: {exc}")
-        return None
-    return recorder
+
+    def abandon() -> None:
+        try:
+            recorder.abandon("the user quit before the run finished")
+        except StoreError as exc:
+            output.note(f"could not record the quit: {exc}")
+
+    return abandon
 
 
 async def drive_run(
@@ -69,30 +89,48 @@ async def drive_run(
 ) -> DriveResult:
     """Run `agent` on `prompt`, recording and showing every event. A checkpoint.
 
-    Each event is recorded before it is shown, so whatever a viewer (or a
-    ``--json`` consumer) has seen is already durable. Stop signals go to the
-    run through `stops` (the command's `StopWatch`), or, with
-    `handle_signals`, one of the drive's own: Ctrl-C (SIGINT), SIGTERM or
-    SIGHUP interrupts the run and a second signal quits; so does stdout going
-    away. A quit run is recorded as abandoned. A store failure is shown and
-    the run continues unrecorded.
+    The recorder is attached to the run (`Agent.open_run`): it is fed every
+    event in order, writes off the event loop, and holds each tool call until
+    its start is durable. Each event is shown only once it is durable, so
+    whatever a viewer (or a ``--json`` consumer) has seen is on disk. If the
+    store cannot be written the run ends as ERROR saying so (a note says it at
+    once) instead of going on unrecorded.
+
+    Stop signals go to the run through `stops` (the command's `StopWatch`),
+    or, with `handle_signals`, one of the drive's own: Ctrl-C (SIGINT),
+    SIGTERM or SIGHUP interrupts the run and a second signal quits; so does
+    stdout going away. A quit run is recorded as abandoned where it stood.
+
+    Raises:
+        SessionBusyError: another live owner holds the session (nothing ran).
+        StoreError: the store could not be opened for the run (nothing ran).
     """
     own = StopWatch(output) if stops is None and handle_signals else None
     watch = stops or own
+    abandon = _abandoner(recorder, output)
     finished: RunFinished | None = None
+    noted = False
     with anyio.CancelScope() as outer:
         async with (
-            agent.open_run(prompt, history=history) as run,
+            agent.open_run(prompt, history=history, recorder=recorder) as run,
             anyio.create_task_group() as tg,
         ):
             if own is not None:
                 await tg.start(own.serve)
-            detach = None if watch is None else watch.attach(run, outer)
+            detach = (
+                None if watch is None else watch.attach(run, outer, on_quit=abandon)
+            )
             events = run.events()
+            shown = 0
             try:
                 async with output.running():
                     async for event in events:
-                        recorder = _record(recorder, event, output)
+                        shown += 1
+                        if recorder is not None:
+                            await recorder.wait_durable(shown)
+                            if recorder.failure is not None and not noted:
+                                noted = True
+                                output.note(store_failure_note(recorder.failure))
                         output.handle(event)
                         if isinstance(event, RunFinished):
                             finished = event
@@ -105,10 +143,13 @@ async def drive_run(
                 if close is not None:
                     await close()
             tg.cancel_scope.cancel()
-    if finished is None and recorder is not None:
-        try:
-            recorder.abandon("the user quit before the run finished")
-        except StoreError as exc:
-            output.note(f"could not record the quit: {exc}")
+    if finished is None and abandon is not None:
+        abandon()  # idempotent: a quit already recorded it
+    failure = recorder.failure if recorder is not None else None
+    if failure is not None and not noted:  # it failed only as the run's end was written
+        output.note(
+            f"session recording failed: {failure}. The run ended, but the store does"
+            " not hold all of it; resume answers what it lacks as outcome unknown."
+        )
     ended = Stops() if watch is None else watch.stops
-    return DriveResult(finished, quit=ended.quit, stops=ended)
+    return DriveResult(finished, quit=ended.quit, stops=ended, store_failure=failure)

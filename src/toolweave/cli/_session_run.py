@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -12,13 +12,14 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
-from .._exceptions import UsageError
+from .._exceptions import StoreError, UsageError
 from ..events import FileRead
 from ..loop import Agent
 from ..messages import Message
 from ..models import Model
 from ..sessions import (
     SessionInfo,
+    SessionLease,
     SessionRecorder,
     SQLiteSessionStore,
     prepare_resume,
@@ -96,22 +97,27 @@ def store_path(store: str | None) -> Path:
     return Path(store).expanduser() if store else default_store_path()
 
 
-def open_store(store: str | None, *, existing: bool = False) -> SQLiteSessionStore:
+def open_store(
+    store: str | None, *, existing: bool = False, read_only: bool = False
+) -> SQLiteSessionStore:
     """The session store at `store`, or the default one.
 
     With `existing` (commands that read sessions), a named store must already
-    exist: a mistyped ``--store`` is an error, not a new empty database.
+    exist: a mistyped ``--store`` is an error, not a new empty database. With
+    `read_only` (``sessions``, ``show``, ``timeline``) nothing is written: the
+    store may lie in a read-only directory or mount.
 
     Raises:
-        UsageError: `existing` and no database is at the named path.
+        UsageError: `existing` (or `read_only`) and no database is at the path.
+        StoreError: the database cannot be opened.
     """
     path = store_path(store)
-    if existing and store and not path.is_file():
+    if not path.is_file() and (read_only or (existing and store)):
         raise UsageError(
             f"no session database at {path}; check --store (or `store` in"
             " toolweave.toml). Without it, the default store is used."
         )
-    return SQLiteSessionStore(path)
+    return SQLiteSessionStore(path, read_only=read_only)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -127,6 +133,8 @@ class _Launch:
     history: Sequence[Message] = ()
     read_files: Sequence[FileRead] = ()
     """What a resumed session had read (restored so read-before-edit knows it)."""
+    lease: SessionLease | None = None
+    """A resumed session's lease (from `prepare_resume`), held for its run."""
 
 
 def _model(options: RunOptions, loaded: LoadedSettings) -> tuple[Model, str]:
@@ -230,6 +238,7 @@ async def _launched(
         model=launch.model_spec,
         describe=describe,
         price=pricer(),
+        lease=launch.lease,
     )
     if isinstance(output, JsonOutput):
         output.line(
@@ -285,6 +294,11 @@ def _finish(launch: _Launch) -> int:
     try:
         result = anyio.run(_launch_async, launch)
     finally:
+        if (
+            launch.lease is not None
+        ):  # the run released it; a run that never began did not
+            with suppress(StoreError):
+                launch.lease.release()
         launch.store.close()
     if not launch.options.json:
         _epilogue(Console(), launch, result)
@@ -345,7 +359,8 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
 
     Calls a dead process left running are answered "interrupted, outcome
     unknown", never run again (see `prepare_resume`). The session's model is
-    used unless one is given or configured.
+    used unless one is given or configured. The session's lease is taken
+    first: a session another live process runs is refused (exit 2, naming it).
     """
     store = open_store(
         load_settings(options.cwd, overrides=options.overrides()).settings.store,
@@ -362,6 +377,8 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
     except BaseException:
         store.close()
         raise
+    if plan.lease is not None:
+        plan.lease.claimed()  # this run's recorder is handed it below
     note = _resume_note(plan.lost, plan.skipped, len(plan.history))
     (Console(stderr=True) if options.json else Console()).print(note)
     launch = _Launch(
@@ -375,6 +392,7 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
         prompt=plan.prompt,
         history=plan.history,
         read_files=plan.read_files,
+        lease=plan.lease,
     )
     return _finish(launch)
 

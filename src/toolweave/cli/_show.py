@@ -34,10 +34,19 @@ _STATUS_STYLES = {
 _PREVIEW_LINES = 6
 
 
-def run_state(run: RunInfo) -> str:
-    """How a run ended, or ``running`` / ``crashed (its process died)``."""
+def run_state(run: RunInfo, session: SessionInfo | None = None) -> str:
+    """How a run ended, or ``running`` / ``crashed (its process died)``.
+
+    With its `session`, a run still RUNNING is live only if it is the session's
+    last and the session reads ``running`` (its lease binds: see `lease_live`);
+    without, only if its owner may be alive.
+    """
     if run.state is RunState.RUNNING:
-        return "running" if owner_alive(run.owner) else "crashed (its process died)"
+        if session is not None:
+            live = run.run == session.runs and session.status == "running"
+        else:
+            live = owner_alive(run.owner)
+        return "running" if live else "crashed (its process died)"
     return str(run.reason.value if run.reason is not None else run.state.value)
 
 
@@ -186,8 +195,8 @@ def render_transcript(
     )
     for run in store.runs(session.id):
         yield Text(
-            f"run {run.run}: {run_state(run)} · {run.usage.total_tokens:,} tokens · ${run.cost:.4f}"
-            + (f" · {run.detail}" if run.detail else ""),
+            f"run {run.run}: {run_state(run, session)} · {run.usage.total_tokens:,} tokens"
+            f" · ${run.cost:.4f}" + (f" · {run.detail}" if run.detail else ""),
             style="dim",
         )
     # The stored answers of lost calls (not their ids: models repeat ids).

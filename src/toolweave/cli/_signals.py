@@ -140,14 +140,25 @@ class StopWatch:
         self._output = output
         self._run: AgentRun | None = None
         self._outer: anyio.CancelScope | None = None
+        self._on_quit: Callable[[], None] | None = None
         self._ran = False
 
-    def attach(self, run: AgentRun, outer: anyio.CancelScope) -> Callable[[], None]:
-        """Route stops to `run` (a quit cancels `outer`) until the returned detach is called."""
-        self._run, self._outer = run, outer
+    def attach(
+        self,
+        run: AgentRun,
+        outer: anyio.CancelScope,
+        *,
+        on_quit: Callable[[], None] | None = None,
+    ) -> Callable[[], None]:
+        """Route stops to `run` (a quit cancels `outer`) until the returned detach is called.
+
+        `on_quit` runs at a quit just before `outer` is cancelled (the CLI records
+        the run as abandoned there, before the cancellation reaches any call).
+        """
+        self._run, self._outer, self._on_quit = run, outer, on_quit
 
         def detach() -> None:
-            self._run = self._outer = None
+            self._run = self._outer = self._on_quit = None
             self._ran = True
 
         return detach
@@ -162,6 +173,8 @@ class StopWatch:
                 self._output.note(_note(signum))
             else:
                 self.stops.quit = True
+                if self._on_quit is not None:
+                    self._on_quit()
                 self._outer.cancel()
         elif not self._ran or not first:
             self.scope.cancel()  # before the run, or a second signal after it

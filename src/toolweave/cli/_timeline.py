@@ -234,9 +234,10 @@ def _section(
     yield "</svg></section>"
 
 
-def _runs_table(runs: list[RunInfo]) -> str:
+def _runs_table(runs: list[RunInfo], session: SessionInfo) -> str:
     rows = "".join(
-        f"<tr><td>{r.run}</td><td>{_e(run_state(r) if r.reason is None else r.state.value)}</td>"
+        f"<tr><td>{r.run}</td>"
+        f"<td>{_e(run_state(r, session) if r.reason is None else r.state.value)}</td>"
         f"<td>{_e(r.reason.value if r.reason else '')}</td><td>{r.usage.total_tokens:,}</td>"
         f"<td>${r.cost:.4f}</td><td>{_e(r.prompt[:100])}</td></tr>"
         for r in runs
@@ -286,7 +287,7 @@ def render_timeline(
         f" · {_e(session.workspace)}"
         f" · {_e(session.status)} · {calls} tool calls · tool time {fmt_seconds(wall)} wall"
         f" vs {fmt_seconds(serial)} serial (lower bound {fmt_seconds(ideal)})</div>"
-        f'<div class="legend" id="legend">{legend}</div>{_runs_table(runs)}{body}'
+        f'<div class="legend" id="legend">{legend}</div>{_runs_table(runs, session)}{body}'
         f"<script>{_JS}</script></body></html>"
     )
 

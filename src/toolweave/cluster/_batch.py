@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import aclosing
+from contextlib import AsyncExitStack, aclosing
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, final
 
 import anyio
+import anyio.to_thread
 
 from .._exceptions import ClusterError, ConfigError, StoreError
 from ..events import Event
@@ -17,7 +18,7 @@ from ..sessions import SessionStore, results_dir_beside
 from ._ray import connect_ray, require_ray
 from ._records import RecordWriter, SessionRecord, load_records
 from ._session import SessionSettings, ToolsFactory, run_session, serve_session
-from ._storelink import open_stored_session
+from ._storelink import StoredSession, open_stored_session
 from ._stream import remote_items
 from ._tally import BatchStatistics, EventSink, SessionTracker, Tally
 from ._tasks import BatchTask, load_tasks
@@ -33,21 +34,37 @@ class _Backend(Protocol):
     placement: str
 
     async def run(
-        self, task: BatchTask, on_event: OnEvent, results_dir: str
+        self,
+        task: BatchTask,
+        on_event: OnEvent,
+        results_dir: str,
+        stored: StoredSession | None,
     ) -> None: ...
 
 
 @final
 class _LocalBackend:
-    """Sessions in this process, on this event loop."""
+    """Sessions in this process, on this event loop; their recorder attached to the run."""
 
     placement = "local"
 
     def __init__(self, settings: SessionSettings) -> None:
         self._settings = settings
 
-    async def run(self, task: BatchTask, on_event: OnEvent, results_dir: str) -> None:
-        await run_session(task, self._settings, on_event, results_dir=results_dir)
+    async def run(
+        self,
+        task: BatchTask,
+        on_event: OnEvent,
+        results_dir: str,
+        stored: StoredSession | None,
+    ) -> None:
+        await run_session(
+            task,
+            self._settings,
+            on_event,
+            results_dir=results_dir,
+            recorder=None if stored is None else stored.recorder,
+        )
 
 
 @cache
@@ -67,7 +84,40 @@ class _RayBackend:
         self._remote = _remote_session().options(**options)
         self._threads = anyio.CapacityLimiter(threads)
 
-    async def run(self, task: BatchTask, on_event: OnEvent, results_dir: str) -> None:
+    async def run(
+        self,
+        task: BatchTask,
+        on_event: OnEvent,
+        results_dir: str,
+        stored: StoredSession | None,
+    ) -> None:
+        """Relay the remote session's events; record them (after the fact) off the loop.
+
+        A remote call's start cannot wait for this driver's store, so its run is
+        recorded without the start barrier: a resume answers its unfinished
+        calls "outcome unknown". A store that cannot be written stops the session.
+        """
+        async with AsyncExitStack() as stack:
+            if stored is not None:
+                await stack.enter_async_context(stored.recording())
+            try:
+                await self._relay(task, on_event, results_dir, stored)
+            except Exception as exc:
+                if stored is not None:
+                    stored.abandon(_describe(exc))  # queued: recorded off the loop
+                raise
+            except BaseException:
+                if stored is not None:
+                    stored.abandon("the batch was interrupted")
+                raise
+
+    async def _relay(
+        self,
+        task: BatchTask,
+        on_event: OnEvent,
+        results_dir: str,
+        stored: StoredSession | None,
+    ) -> None:
         generator = self._remote.remote(task, self._settings, results_dir)
         async with aclosing(remote_items(generator, limiter=self._threads)) as items:
             async for item in items:
@@ -77,6 +127,8 @@ class _RayBackend:
                     return
                 assert isinstance(item, Chunk)
                 for event in item.items:
+                    if stored is not None:
+                        stored.record(event)  # type: ignore[arg-type]
                     on_event(event)  # type: ignore[arg-type]
         raise ClusterError("the session's task ended without an outcome")
 
@@ -145,12 +197,14 @@ class _BatchRun:
                 self.tally.running += 1
                 tg.start_soon(self._one, task, backend, limiter, token)
 
-    def _tracker(self, task: BatchTask, placement: str) -> SessionTracker:
-        """A tracker for `task`, with its stored session created (StoreError if not)."""
+    async def _tracker(self, task: BatchTask, placement: str) -> SessionTracker:
+        """A tracker for `task`, its stored session created off the loop (StoreError if not)."""
         stored = None
         if self._store is not None:
             spec = task.model or self._settings.model
-            stored = open_stored_session(self._store, task, spec)
+            stored = await anyio.to_thread.run_sync(
+                open_stored_session, self._store, task, spec
+            )
         return SessionTracker(
             task,
             placement=placement,
@@ -163,7 +217,7 @@ class _BatchRun:
     async def _session(self, task: BatchTask, backend: _Backend) -> SessionRecord:
         """Run one session; its record, whatever happened (cancellation propagates)."""
         try:
-            tracker = self._tracker(task, backend.placement)
+            tracker = await self._tracker(task, backend.placement)
         except StoreError as exc:
             return _crashed(task, str(exc), backend.placement)
         self.changed()
@@ -171,13 +225,13 @@ class _BatchRun:
             self._results, tracker.session_id or task.task_id
         )
         try:
-            await backend.run(task, tracker.on_event, str(results_dir))
+            await backend.run(task, tracker.on_event, str(results_dir), tracker.stored)
         except Exception as exc:  # the session's fault: record it, go on
-            return tracker.crashed(_describe(exc))
+            return await tracker.crashed(_describe(exc))
         except BaseException:  # the batch itself was cancelled: no result line
-            tracker.interrupted()
+            await tracker.interrupted()
             raise
-        return tracker.result()
+        return await tracker.result()
 
     async def _one(
         self,

@@ -13,6 +13,7 @@ from typing import TypeAlias
 from .._exceptions import ConfigError
 from ..events import Event
 from ..loop import Agent, AgentConfig
+from ..sessions import SessionRecorder
 from ..tools import Tool
 from ._pump import Emit, pump
 from ._scripted import model_from_spec
@@ -117,10 +118,13 @@ async def run_session(
     emit: Callable[[Event], None],
     *,
     results_dir: str | None = None,
+    recorder: SessionRecorder | None = None,
 ) -> None:
     """Run `task`'s session to its end, handing every event to `emit` in order.
 
     Large tool results are saved under `results_dir` (see `build_agent`).
+    `recorder` (a local session only) is attached to the run: it records every
+    event off the event loop and holds each call until its start is durable.
 
     The last event is `RunFinished`. Checkpoint: throughout. If `emit`
     raises, the run is interrupted (no more events are emitted), and once it
@@ -128,11 +132,12 @@ async def run_session(
 
     Raises:
         ConfigError: if the agent cannot be built (nothing was emitted then).
+        StoreError: the recorder's session could not be opened for the run.
     """
     agent = build_agent(task, settings, results_dir=results_dir)
     failure: Exception | None = None
     try:
-        async with agent.open_run(task.prompt) as run:
+        async with agent.open_run(task.prompt, recorder=recorder) as run:
             # events() is an async generator; close it even when we stop early
             events = run.events()
             async with aclosing(events):

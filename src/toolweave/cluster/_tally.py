@@ -115,8 +115,13 @@ class SessionTracker:
         self.finished: RunFinished | None = None
         """The run's last event, once it arrived."""
 
+    @property
+    def stored(self) -> StoredSession | None:
+        """The session in the store, if the batch has one (its backend records it)."""
+        return self._stored
+
     def on_event(self, event: Event) -> None:
-        """Take the session's next event (in order).
+        """Take the session's next event (in order; recorded by the backend first).
 
         Raises:
             StoreError: if the sink raised (the session is then stopped).
@@ -132,8 +137,6 @@ class SessionTracker:
             self._tally.tokens += event.usage.total_tokens - self._live_tokens
             self._live_tokens = event.usage.total_tokens
             self.finished = event
-        if self._stored is not None:
-            self._stored.record(event)
         if self._sink is not None:
             try:
                 self._sink(self.session_id or "", event)
@@ -161,34 +164,40 @@ class SessionTracker:
             metadata=self.task.metadata,
         )
 
-    def result(self) -> SessionRecord:
+    async def result(self) -> SessionRecord:
         """The record of a session that ran to its end."""
         end = self.finished
         if end is None:
-            return self.crashed("the session ended without a RunFinished event")
+            return await self.crashed("the session ended without a RunFinished event")
         if end.reason is CompletionReason.COMPLETED:
             return self._record("completed", end.detail, end)
         return self._record("failed", end.detail or end.reason.value, end)
 
-    def interrupted(self) -> None:
+    async def interrupted(self) -> None:
         """The batch stopped under this session: mark its stored run abandoned.
 
-        Never raises (the batch is already unwinding); it gets no result line,
-        so a re-run runs it again.
+        Never raises (the batch is already unwinding; shielded, off the loop);
+        it gets no result line, so a re-run runs it again.
         """
         if self._stored is not None:
-            with contextlib.suppress(StoreError):
-                self._stored.abandon("the batch was interrupted")
+            with anyio.CancelScope(shield=True), contextlib.suppress(StoreError):
+                await self._stored.abandon_off_loop("the batch was interrupted")
 
-    def crashed(self, reason: str) -> SessionRecord:
+    async def crashed(self, reason: str) -> SessionRecord:
         """The record of a session that raised or whose worker died.
 
-        The stored session (if any) is marked abandoned; if the store fails
-        too, that is added to the reason.
+        The stored session (if any, and not already ended by its recorder) is
+        marked abandoned, off the loop; if the store fails too, that is added to
+        the reason.
         """
-        if self._stored is not None:
+        stored = self._stored
+        if stored is not None:
             try:
-                self._stored.abandon(reason)
+                await stored.abandon_off_loop(reason)
             except StoreError as exc:
                 reason = f"{reason} (and the session store failed: {exc})"
+            if stored.recorder.failure is not None:
+                reason = (
+                    f"{reason} (the session store failed: {stored.recorder.failure})"
+                )
         return self._record("crashed", reason)

@@ -40,6 +40,7 @@ from ._run_start import RunStartHook as RunStartHook
 from ._run_start import RunStartInput as RunStartInput
 from ._run_start import RunStartOutcome as RunStartOutcome
 from ._runner import RunnerStatistics as RunnerStatistics
+from ._runner import StartBarrier as StartBarrier
 from ._runner import ToolRunner as ToolRunner
 from ._signals import BatchSignals as BatchSignals
 
@@ -72,6 +73,7 @@ __all__ = [
     "RunStartInput",
     "RunStartOutcome",
     "RunnerStatistics",
+    "StartBarrier",
     "StopDecision",
     "StopHook",
     "StopInput",

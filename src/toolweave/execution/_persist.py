@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -52,9 +55,14 @@ def save_result(results_dir: Path, call_id: str, text: str) -> Path:
 
     The name comes from `call_id` (`result_path`); when that file exists (models
     repeat ids: ``call_0`` in every turn, two calls with one id) the first free
-    ``<name>-2.txt``, ``-3`` … is taken. The file is created exclusively, so no
+    ``<name>-2.txt``, ``-3`` … is taken. The name is reserved exclusively, so no
     saved output is ever overwritten by a later call's, even from another
     process sharing the directory.
+
+    Atomic: the text is written to a temporary file beside it and renamed over
+    the reservation once complete, so the path holds the whole output or
+    nothing. A write that fails (a full disk) removes both, leaving no partial
+    file at the path a notice could name.
 
     Raises:
         OSError: if the file cannot be written.
@@ -64,13 +72,24 @@ def save_result(results_dir: Path, call_id: str, text: str) -> Path:
     path, n = first, 1
     while True:
         try:
-            with path.open("x", encoding="utf-8", errors="replace") as file:
-                file.write(text)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
         except FileExistsError:
             n += 1
             path = first.with_name(f"{first.stem}-{n}.txt")
             continue
-        return path
+        break
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as file:
+            file.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        for leftover in (tmp, path):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+        raise
+    return path
 
 
 def persisted_notice(path: Path, text: str, preview_chars: int) -> str:
@@ -108,7 +127,10 @@ def replacement_text(
     try:
         path = save_result(results_dir, call_id, text)
     except OSError as exc:
-        why = f"saving it to {result_path(results_dir, call_id)} failed ({exc})"
+        folder = result_path(
+            results_dir, call_id
+        ).parent  # no file of it was left there
+        why = f"saving it to {folder} failed ({exc})"
         return truncated_notice(text, preview_chars, why), False
     return persisted_notice(path, text, preview_chars), True
 

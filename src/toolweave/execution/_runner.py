@@ -49,13 +49,24 @@ from ._run_deadline import RunDeadline
 from ._scope import rewrite_scope_error
 from ._signals import BatchSignals, CallFailed, SignalCollector
 
-__all__ = ["RunnerStatistics", "ToolRunner"]
+__all__ = ["RunnerStatistics", "StartBarrier", "ToolRunner"]
+
+StartBarrier = Callable[[ToolCall], Awaitable[str | None]]
+"""Awaited right before a call's tool starts: None to start it, or why it must not.
+
+The seam a session recorder uses to make a call's start durable before its code
+runs (write-ahead), so "not started" in the record is true by construction.
+"""
 
 logger = logging.getLogger("toolweave.execution")
 
 _PRE_HOOKS_CUT = (
     "Stopped while its PreToolUse hooks ran: the tool {tool!r} never started,"
     " so it had no effect."
+)
+_BARRIER_CUT = (
+    "Not run: interrupted while its start was being recorded; the tool {tool!r}"
+    " never started, so it had no effect."
 )
 _POST_HOOKS_CUT = (
     "Interrupted after the tool {tool!r} finished, while its PostToolUse hooks ran:"
@@ -124,6 +135,12 @@ class ToolRunner:
     the call with an error result; `__call__` never raises except cancellation,
     which propagates (the Dispatcher writes the synthetic result).
 
+    `before_start` is awaited once the call may start (after the permission
+    decision), right before `ToolRunning` and the tool's own code; if it
+    returns a reason the call does not start and is answered "Not run: <reason>"
+    (synthetic). Cut by an interrupt while it waits, the call is answered as
+    never started, as in the PreToolUse hooks.
+
     `audit` switches the declaration audit on for the calls it runs
     (``"warn"`` reports `DeclarationViolation` events, ``"enforce"`` also
     stops the operation and fails the call; see `toolweave.execution`'s
@@ -157,6 +174,7 @@ class ToolRunner:
         on_event: Callable[[Event], None] | None = None,
         audit: AuditMode = "off",
         deadline: RunDeadline | None = None,
+        before_start: StartBarrier | None = None,
         interrupt: InterruptToken | None = None,
     ) -> None:
         self._registry = registry
@@ -166,6 +184,7 @@ class ToolRunner:
         self._hooks = hooks
         self._gate = PermissionGate(permissions, mode, ask, state, halt=interrupt)
         self._on_event = on_event
+        self._before_start = before_start
         self._auditor = Auditor(audit)
         self._progress_sink = (
             on_event if on_event is None or audit == "off" else unaudited(on_event)
@@ -318,6 +337,8 @@ class ToolRunner:
                     if tool.timeout is not None
                     else self._config.default_timeout
                 )
+                if self._before_start is not None:
+                    await self._pass_barrier(self._before_start, tool, call)
                 bound_from: float | None = None  # set when the deadline bounds the tool
                 if deadline is not None:
                     now = anyio.current_time()
@@ -396,6 +417,27 @@ class ToolRunner:
         if type(content) is str and content.isascii():
             return result  # utf8_safe's common case, without the call
         return utf8_safe(result)
+
+    @staticmethod
+    async def _pass_barrier(barrier: StartBarrier, tool: Tool, call: ToolCall) -> None:
+        """Await `barrier`; raise the call's answer if it must not start."""
+        try:
+            refusal = await barrier(call)
+        except anyio.get_cancelled_exc_class():
+            # Level-triggered: an outer cancel fires again at the next checkpoint.
+            message = _BARRIER_CUT.format(tool=tool.name)
+            raise _Answered(
+                ToolResult(call.id, message, is_error=True, synthetic=True)
+            ) from None
+        except Exception as exc:
+            logger.exception("the start barrier of call %s failed", call.id)
+            refusal = f"its start could not be recorded ({exc!r}), so it never started"
+        if refusal is not None:
+            raise _Answered(
+                ToolResult(
+                    call.id, f"Not run: {refusal}.", is_error=True, synthetic=True
+                )
+            )
 
     async def _executed(
         self,

@@ -16,13 +16,15 @@ from typing import final
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .._exceptions import UsageError
-from ..events import Event
+from .._exceptions import StoreError, UsageError
+from ..events import CompletionReason, Event
 from ..messages import Message
 from ..models import Model, RetryingModel, ToolDefinition, resolve_model
 from ..scheduling import Dispatcher
+from ..sessions import SessionRecorder
 from ..tools import SessionState, ToolLike, ToolRegistry, sandbox_mode
 from ._config import AgentConfig
+from ._control import RunControl
 from ._cost import PriceTable
 from ._loop import RunLoop
 from ._result import RunResult
@@ -33,14 +35,46 @@ from ._transcript import transcript_problems
 __all__ = ["Agent"]
 
 
-def _emitter(send: MemoryObjectSendStream[Event]) -> Callable[[Event], None]:
-    def emit(event: Event) -> None:
-        try:  # noqa: SIM105 - the hot path; suppress() costs a context manager per event
+def _emitter(
+    send: MemoryObjectSendStream[Event], recorder: SessionRecorder | None
+) -> Callable[[Event], None]:
+    if recorder is None:
+
+        def emit(event: Event) -> None:
+            try:  # noqa: SIM105 - the hot path; suppress() costs a context manager per event
+                send.send_nowait(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # nobody listens any more; the run still ends cleanly
+
+        return emit
+    record = recorder.record
+
+    def emit_recorded(event: Event) -> None:
+        record(event)  # queued, in order, before anyone can see the event
+        try:  # noqa: SIM105 - the hot path
             send.send_nowait(event)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # nobody listens any more; the run still ends cleanly
+            pass
 
-    return emit
+    return emit_recorded
+
+
+def _stopper(control: RunControl) -> Callable[[StoreError], None]:
+    def stop(exc: StoreError) -> None:
+        control.stop(
+            CompletionReason.ERROR,
+            "the session store could not be written, so the run was stopped rather"
+            f" than go on unrecorded: {exc}",
+        )
+
+    return stop
+
+
+def _left(exc: BaseException) -> str:
+    """Why a recorded run was abandoned: its caller left the block by `exc`."""
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "the run was cancelled before it finished"
+    return f"the run's consumer failed before the run finished ({type(exc).__name__})"
 
 
 @final
@@ -168,19 +202,34 @@ class Agent:
 
     @asynccontextmanager
     async def open_run(
-        self, prompt: str, *, history: Sequence[Message] = ()
+        self,
+        prompt: str,
+        *,
+        history: Sequence[Message] = (),
+        recorder: SessionRecorder | None = None,
     ) -> AsyncIterator[AgentRun]:
         """Start a run and yield its handle; the block waits for the run to end.
 
         Leaving the block before the run ended interrupts it (gracefully, see
         `AgentRun.interrupt`) and waits; an exception in the block cancels it.
 
+        With a `recorder`, the run is recorded as it goes (`SessionRecorder.recording`
+        with the start barrier): every event is handed to it in order as it is
+        emitted, its writes go to the store off the event loop, and no tool call
+        starts before its start is durable. If the store cannot be written the
+        run ends as ERROR, saying so, rather than run on unrecorded. Leaving the
+        block by an exception (a cancel, the consumer failing) records the run
+        as abandoned at that point. Without one, nothing of this costs anything.
+
         Args:
             prompt: The user's message.
             history: Earlier messages to continue from (a resumed session).
+            recorder: Records the run in a session store (one run per recorder).
 
         Raises:
             UsageError: if `history` is not a valid transcript.
+            SessionBusyError: the recorder's session is held by another live owner.
+            StoreError: the recorder's store could not be opened for the run.
         """
         problems = transcript_problems(history)
         if problems:
@@ -194,53 +243,88 @@ class Agent:
             self._setup(),
             prompt=prompt,
             history=history,
-            emit=_emitter(send),
+            emit=_emitter(send, recorder),
             dispatcher=dispatcher,
             run_id=uuid.uuid4().hex,
+            before_start=None if recorder is None else recorder.before_start,
         )
         run = AgentRun(loop, receive)
-        with receive:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run._drive, send, dispatcher if owned else None)
+        async with contextlib.AsyncExitStack() as stack:
+            if recorder is not None:
                 try:
-                    yield run
-                except BaseException:
-                    tg.cancel_scope.cancel()
+                    await stack.enter_async_context(
+                        recorder.recording(
+                            write_ahead=True, on_failure=_stopper(loop.control)
+                        )
+                    )
+                except BaseException:  # the session is busy, or its store failed
+                    send.close()
+                    receive.close()
+                    if owned:
+                        with anyio.CancelScope(shield=True):
+                            await dispatcher.aclose()
                     raise
-                if not run.done:
-                    run.interrupt()
+            with receive:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(run._drive, send, dispatcher if owned else None)
+                    try:
+                        yield run
+                    except BaseException as exc:
+                        if recorder is not None:
+                            recorder.abandon(_left(exc))
+                        tg.cancel_scope.cancel()
+                        raise
+                    if not run.done:
+                        run.interrupt()
         if run.fatal is not None:
             raise run.fatal  # a tool's KeyboardInterrupt/SystemExit, as itself
 
     async def run_stream(
-        self, prompt: str, *, history: Sequence[Message] = ()
+        self,
+        prompt: str,
+        *,
+        history: Sequence[Message] = (),
+        recorder: SessionRecorder | None = None,
     ) -> AsyncIterator[Event]:
         """Yield every event of a run, ending with `RunFinished`.
 
         Iterate it to the end, or close it (``contextlib.aclosing``) when you stop
         early: closing interrupts the run and waits for it to end cleanly.
+        `recorder`: as in `open_run`.
         """
         async with (
-            self.open_run(prompt, history=history) as run,
+            self.open_run(prompt, history=history, recorder=recorder) as run,
             contextlib.aclosing(run.events()) as events,
         ):
             async for event in events:
                 yield event
 
-    async def run(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
+    async def run(
+        self,
+        prompt: str,
+        *,
+        history: Sequence[Message] = (),
+        recorder: SessionRecorder | None = None,
+    ) -> RunResult:
         """Run to the end and return the result (drains the run's events).
 
         The events are buffered while the run goes and drained once it ended,
-        so no consumer task has to wake for each of them.
+        so no consumer task has to wake for each of them. `recorder`: as in
+        `open_run` (check its `failure` afterwards if the record matters).
         """
-        async with self.open_run(prompt, history=history) as run:
+        async with self.open_run(prompt, history=history, recorder=recorder) as run:
             result = await run.wait()
             async for _ in run.events():
                 pass
         return result
 
     def run_sync(
-        self, prompt: str, *, history: Sequence[Message] = (), backend: str = "asyncio"
+        self,
+        prompt: str,
+        *,
+        history: Sequence[Message] = (),
+        backend: str = "asyncio",
+        recorder: SessionRecorder | None = None,
     ) -> RunResult:
         """`run` from synchronous code, in a new event loop (`anyio.run`).
 
@@ -251,7 +335,7 @@ class Agent:
 
         async def run_once() -> RunResult:
             try:
-                return await self.run(prompt, history=history)
+                return await self.run(prompt, history=history, recorder=recorder)
             finally:
                 for model in self._owned:
                     await model.aclose()

@@ -31,7 +31,7 @@ from ..events import (
     RunStarted,
 )
 from ..events import Warning as WarningEvent
-from ..execution import RunStartInput
+from ..execution import RunStartInput, StartBarrier
 from ..messages import Message, StopReason, Text, Usage
 from ..models import ModelRequest
 from ..scheduling import results_of
@@ -97,6 +97,7 @@ class RunLoop:
         emit: Callable[[Event], None],
         dispatcher: Dispatcher,
         run_id: str,
+        before_start: StartBarrier | None = None,
     ) -> None:
         cfg = setup.config
         self.setup, self.cfg, self.prompt, self.run_id = setup, cfg, prompt, run_id
@@ -122,7 +123,11 @@ class RunLoop:
             setup.state, transcript=TranscriptResults(self.conversation)
         )
         self.runner = setup.runner(
-            emit, self.budget, self.state, halt=self.control.halt
+            emit,
+            self.budget,
+            self.state,
+            before_start=before_start,
+            halt=self.control.halt,
         )
         limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(

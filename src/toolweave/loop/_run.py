@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, final
 
@@ -114,7 +113,7 @@ class AgentRun:
                 finally:
                     if loop.result is None:  # cancelled from outside: end honestly
                         loop.result = _cancelled(loop, self.fatal)
-                        _send_quietly(send, finished_event(loop.result))
+                        loop.emit(finished_event(loop.result))  # recorded, if recorded
                     self.result = loop.result
         finally:
             self._done.set()
@@ -164,13 +163,6 @@ class AgentRun:
             if fatal is None:
                 raise
             self.fatal = fatal
-
-
-def _send_quietly(send: MemoryObjectSendStream[Event], event: Event) -> None:
-    with contextlib.suppress(
-        anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.WouldBlock
-    ):
-        send.send_nowait(event)
 
 
 def _cancelled(loop: RunLoop, fatal: BaseException | None) -> RunResult:

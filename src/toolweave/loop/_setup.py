@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..execution import RunDeadline, ToolRunner
+from ..execution import RunDeadline, StartBarrier, ToolRunner
 from ._budget import BudgetTracker
 
 if TYPE_CHECKING:
@@ -54,12 +54,14 @@ class RunSetup:
         budget: BudgetTracker | None = None,
         state: SessionState | None = None,
         *,
+        before_start: StartBarrier | None = None,
         halt: InterruptToken | None = None,
     ) -> ToolRunner:
         """A fresh lifecycle runner for one run (its signals and ledger are per run).
 
         `budget`'s wall clock, if any, bounds every call (`RunDeadline`).
         `state` is the run's view of the session state (default: the agent's).
+        `before_start`: the run's start barrier (a recorder's), if any.
         `halt`: the run's halt; once set, a call waiting for permission is
         answered "not run" (see `ToolRunner`).
         """
@@ -79,6 +81,7 @@ class RunSetup:
             on_event=emit,
             audit=cfg.audit,
             deadline=deadline,
+            before_start=before_start,
             interrupt=halt,
         )
 

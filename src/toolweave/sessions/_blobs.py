@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -22,8 +23,10 @@ class BlobDirectory:
 
     A file is complete before its reference is returned (written to a temporary
     name, flushed, then renamed), so a row that names a blob never points at a
-    half-written file. Thread-safe: concurrent writers of one content race to
-    rename identical bytes.
+    half-written file; a write that fails (a full disk) removes its temporary
+    file and leaves nothing at the blob's name. Reading checks the content
+    against its name, so a blob damaged on disk is reported, never returned.
+    Thread-safe: concurrent writers of one content race to rename identical bytes.
     """
 
     def __init__(self, root: Path, *, threshold: int) -> None:
@@ -46,8 +49,14 @@ class BlobDirectory:
         encoded = data.encode("utf-8")
         ref = hashlib.sha256(encoded).hexdigest()
         path = self._path(ref)
-        if path.exists():
-            return ref
+        try:
+            if path.stat().st_size == len(encoded):
+                return (
+                    ref  # already stored (a damaged copy of another size is replaced)
+                )
+        except OSError:
+            pass
+        tmp: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".blob-")
@@ -56,18 +65,29 @@ class BlobDirectory:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
+            tmp = None
         except OSError as exc:
             raise StoreError(f"cannot write blob {path}: {exc}") from exc
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
         return ref
 
     def get(self, ref: str) -> str:
         """The data stored under `ref`.
 
         Raises:
-            StoreError: if it is missing or unreadable.
+            StoreError: if it is missing, unreadable, or not the content it is named by.
         """
         path = self._path(ref)
         try:
-            return path.read_text(encoding="utf-8")
+            encoded = path.read_bytes()
         except OSError as exc:
             raise StoreError(f"tool result blob {path} is missing: {exc}") from exc
+        if hashlib.sha256(encoded).hexdigest() != ref:
+            raise StoreError(
+                f"tool result blob {path} is damaged: its content does not match its"
+                f" name ({len(encoded):,} bytes)"
+            )
+        return encoded.decode("utf-8")

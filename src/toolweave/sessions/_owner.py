@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
-__all__ = ["current_owner", "owner_alive"]
+from ._records import LeaseInfo
+
+__all__ = ["current_owner", "lease_live", "owner_alive"]
 
 
 def current_owner() -> str:
@@ -32,3 +35,14 @@ def owner_alive(owner: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def lease_live(lease: LeaseInfo, *, now: float | None = None) -> bool:
+    """True while `lease` still binds: its owner may be alive and its heartbeat is fresh.
+
+    A successor may take a lease over when this is False: the owner is a
+    process on this host that no longer exists, or it has not renewed the lease
+    for longer than its term (a crashed host, a hung process, a reused pid).
+    """
+    now = time.time() if now is None else now
+    return owner_alive(lease.owner) and now - lease.heartbeat_wall <= lease.term

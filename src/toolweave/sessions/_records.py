@@ -20,6 +20,7 @@ __all__ = [
     "CallRecord",
     "CallState",
     "EventRecord",
+    "LeaseInfo",
     "ModelCallRecord",
     "RunInfo",
     "RunState",
@@ -129,6 +130,29 @@ class RunInfo:
     """Tokens it used (authoritative once finished, summed per model call before)."""
     cost: float = 0.0
     """USD it cost (estimated)."""
+    write_ahead: bool = False
+    """True if it was recorded with the start barrier: no call of it started
+    before its RUNNING row was durable, so a call without one never started.
+    False (runs fed to a recorder after the fact, runs stored before the barrier
+    existed): a call without a result may have run."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseInfo:
+    """Who holds a session: its one live owner, renewed by a heartbeat."""
+
+    session_id: str
+    """The session."""
+    owner: str
+    """``host:pid`` of the holder."""
+    token: str
+    """Identifies one holding (a second holder in the same process has another)."""
+    taken_wall: float
+    """When it was taken (seconds since the epoch)."""
+    heartbeat_wall: float
+    """When the holder last renewed it."""
+    term: float
+    """Seconds without a heartbeat after which a successor may take it over."""
 
 
 @dataclass(frozen=True, slots=True)

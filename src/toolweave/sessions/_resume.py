@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
-from .._exceptions import StoreError
+from .._exceptions import StoreError, UsageError
 from ..events import FileRead
 from ..messages import Message, ToolCall, ToolResult
 from ._codec import file_read_from_json
+from ._lease import DEFAULT_LEASE_TERM, SessionLease
 from ._records import CallRecord, CallState, SessionInfo
 from ._store import SessionStore
 
@@ -43,7 +45,11 @@ def lost_result(call: ToolCall) -> ToolResult:
 
 
 def skipped_result(call: ToolCall) -> ToolResult:
-    """The answer to a call that had not started when its process died."""
+    """The answer to a call that had not started when its process died.
+
+    Given only when that is known: the run was recorded with the start barrier
+    (`RunInfo.write_ahead`) and the call has no RUNNING row.
+    """
     return ToolResult(
         call.id,
         f"Not run: the process running this session stopped before the tool"
@@ -64,13 +70,18 @@ class ResumePlan:
     prompt: str
     """The prompt the resumed run starts with."""
     lost: tuple[CallRecord, ...] = ()
-    """Calls that were running when the process died (answered: outcome unknown)."""
+    """Calls that were running, or may have been, when the process died (answered:
+    outcome unknown)."""
     skipped: tuple[CallRecord, ...] = ()
-    """Calls that had not started (answered: not run)."""
+    """Calls known not to have started (answered: not run)."""
     read_files: tuple[FileRead, ...] = ()
     """What the session had read (its last `ReadStateChanged`): restore it with
     ``agent.state.read_files.restore(plan.read_files)`` so read-before-edit knows
     them (a file changed on disk since is still refused)."""
+    lease: SessionLease | None = None
+    """The session's lease, held for the resumed run: hand it to its recorder
+    (``SessionRecorder(..., lease=plan.lease)``), which renews and releases it;
+    release it yourself (``plan.lease.release()``) if no run follows."""
 
 
 def read_state(store: SessionStore, session_id: str) -> tuple[FileRead, ...]:
@@ -113,6 +124,10 @@ def _answer_cut_batch(
     store: SessionStore, session: SessionInfo, calls: tuple[ToolCall, ...]
 ) -> tuple[Message, list[CallRecord], list[CallRecord]]:
     records = _latest_records(store, session, calls)
+    runs = store.runs(session.id)
+    # "Not run" only where it is known: the run's calls waited for their RUNNING
+    # row to be durable before starting. Otherwise any call may have run.
+    barrier = bool(runs) and runs[-1].write_ahead
     results: list[ToolResult] = []
     lost: list[CallRecord] = []
     skipped: list[CallRecord] = []
@@ -121,9 +136,8 @@ def _answer_cut_batch(
         if record is not None and record.result is not None:
             results.append(record.result)
             continue
-        started = record is not None and record.state in (
-            CallState.RUNNING,
-            CallState.LOST,
+        started = not barrier or (
+            record is not None and record.state in (CallState.RUNNING, CallState.LOST)
         )
         result = lost_result(call) if started else skipped_result(call)
         results.append(result)
@@ -136,24 +150,68 @@ def _answer_cut_batch(
 
 
 def prepare_resume(
-    store: SessionStore, id_or_prefix: str, *, prompt: str | None = None
+    store: SessionStore,
+    id_or_prefix: str,
+    *,
+    prompt: str | None = None,
+    lease: SessionLease | None = None,
+    owner: str | None = None,
+    term: float = DEFAULT_LEASE_TERM,
 ) -> ResumePlan:
-    """Repair a stored session so it can continue, and say how.
+    """Take the session's lease, repair the stored session so it can continue, and say how.
+
+    The lease comes first (one transaction): of two processes resuming one
+    session at once, exactly one gets past it; the other is refused with
+    `SessionBusyError` naming the holder. The plan carries the lease
+    (`ResumePlan.lease`) for the resumed run's recorder; the next
+    `SessionRecorder` of this session in this process made without ``lease=``
+    takes it up too (once), so the resumed run is the one that holds it.
 
     If the transcript ends with tool calls a dead process never answered, each
-    gets its stored result if it finished, "interrupted, outcome unknown" if it
-    was running, or "not run" if it had not started; nothing is run again. The
-    answers are written to the store before this returns. Without `prompt`, an
-    unanswered final user prompt is sent again (its stored copy is archived, the
-    run records it anew); otherwise `RESUME_PROMPT` is used.
+    gets its stored result if it finished, "not run" if it is known not to have
+    started (the run was recorded with the start barrier and the call has no
+    RUNNING row), and "interrupted, outcome unknown" otherwise; nothing is run
+    again. The answers are written to the store before this returns. Without
+    `prompt`, an unanswered final user prompt is sent again (its stored copy is
+    archived, the run records it anew); otherwise `RESUME_PROMPT` is used.
+
+    Args:
+        store: The store.
+        id_or_prefix: The session id, or a unique prefix.
+        prompt: What to say next; None = carry on.
+        lease: The session's lease if already held; None = taken here for
+            `owner` (default: this process) with `term`.
+        owner: ``host:pid`` to hold the lease as.
+        term: The lease's term (seconds without a heartbeat before takeover).
 
     Raises:
-        StoreError: unknown session, a session another live process is running,
-            or a session that finished normally and no `prompt` was given.
+        SessionBusyError: another live owner holds the session.
+        StoreError: unknown session, a damaged row, or a session that finished
+            normally and no `prompt` was given (the lease is released then).
     """
     session = store.find_session(id_or_prefix)
-    if session.status == "running":
-        raise StoreError(f"session {session.id[:12]} is being run by a live process")
+    if lease is not None:
+        if lease.session_id != session.id:
+            raise UsageError(
+                f"the lease handed to prepare_resume is for session"
+                f" {lease.session_id[:12]}, not {session.id[:12]}"
+            )
+        lease.renew()  # still held (SessionBusyError if a successor took it)
+    held = lease or SessionLease.acquire(store, session.id, owner=owner, term=term)
+    try:
+        plan = _repair(store, session, prompt)
+    except BaseException:
+        if lease is None:
+            with contextlib.suppress(StoreError):
+                held.release()
+        raise
+    held.hand_over()  # a recorder of this session made without lease= takes it up
+    return dataclasses.replace(plan, lease=held)
+
+
+def _repair(
+    store: SessionStore, session: SessionInfo, prompt: str | None
+) -> ResumePlan:
     messages = store.messages(session.id)
     if not messages:
         raise StoreError(f"session {session.id[:12]} has no messages to continue from")

@@ -18,12 +18,13 @@ from ._codec import (
     usage_from_json,
     usage_to_json,
 )
-from ._owner import owner_alive
+from ._owner import lease_live, owner_alive
 from ._records import (
     AccessRecord,
     CallRecord,
     CallState,
     EventRecord,
+    LeaseInfo,
     ModelCallRecord,
     RunInfo,
     RunState,
@@ -33,19 +34,23 @@ from ._records import (
 __all__ = [
     "CALLS_KEYED_BY_ID",
     "CALLS_TABLE",
+    "RUNS_WITHOUT_WRITE_AHEAD",
     "SCHEMA",
     "SCHEMA_VERSION",
     "call_from_row",
     "call_params",
     "event_from_row",
+    "json_object",
+    "lease_from_row",
     "model_call_from_row",
     "model_call_params",
     "run_from_row",
     "session_from_row",
 ]
 
-SCHEMA_VERSION = 2
-"""2: `calls` is keyed by the call's ref (`ToolCall.ref`, its position key), not its id."""
+SCHEMA_VERSION = 3
+"""2: `calls` is keyed by the call's ref (`ToolCall.ref`, its position key), not its id.
+3: `runs.write_ahead` (the run was recorded with the start barrier) and `leases`."""
 
 CALLS_TABLE = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -91,6 +96,7 @@ CREATE TABLE IF NOT EXISTS runs (
     detail TEXT NOT NULL DEFAULT '',
     usage TEXT NOT NULL DEFAULT '{}',
     cost REAL NOT NULL DEFAULT 0,
+    write_ahead INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (session_id, run)
 );
 CREATE TABLE IF NOT EXISTS messages (
@@ -126,8 +132,21 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_session ON events(session_id, seq);
+CREATE TABLE IF NOT EXISTS leases (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+    owner TEXT NOT NULL,
+    token TEXT NOT NULL,
+    taken_wall REAL NOT NULL,
+    heartbeat_wall REAL NOT NULL,
+    term REAL NOT NULL
+);
 """
 )
+
+RUNS_WITHOUT_WRITE_AHEAD = (
+    "ALTER TABLE runs ADD COLUMN write_ahead INTEGER NOT NULL DEFAULT 0;"
+)
+"""Schema 2 → 3: runs recorded before the start barrier existed read as without it."""
 
 
 CALLS_KEYED_BY_ID = (
@@ -144,21 +163,46 @@ DROP TABLE calls_by_id;
 """Schema 1 → 2: rebuild `calls` keyed by ref (a stored call's ref is its id)."""
 
 
-def _status(last: RunInfo | None) -> tuple[str, str]:
+def json_object(text: str) -> dict[str, Any]:
+    """`text` parsed as a JSON object.
+
+    Raises:
+        ValueError: if it is not JSON, or JSON of another kind (a list, a string).
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError as exc:  # nested past the parser's depth
+        raise ValueError("JSON nested too deeply to read") from exc
+    except ValueError as exc:
+        raise ValueError(f"not JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"a JSON {type(value).__name__} where an object belongs")
+    return value
+
+
+def _status(last: RunInfo | None, lease: LeaseInfo | None) -> tuple[str, str]:
     if last is None:
         return "new", ""
     if last.state is RunState.RUNNING:
-        return ("running" if owner_alive(last.owner) else "crashed"), ""
+        live = lease_live(lease) if lease is not None else owner_alive(last.owner)
+        return ("running" if live else "crashed"), ""
     if last.state is RunState.ABANDONED:
         return "abandoned", last.detail
     return (last.reason.value if last.reason else "finished"), last.detail
 
 
 def session_from_row(
-    row: sqlite3.Row, runs: list[RunInfo], messages: int
+    row: sqlite3.Row,
+    runs: list[RunInfo],
+    messages: int,
+    lease: LeaseInfo | None = None,
 ) -> SessionInfo:
-    """A `sessions` row, its runs and its live message count as a SessionInfo."""
-    status, detail = _status(runs[-1] if runs else None)
+    """A `sessions` row, its runs, its live message count and its lease as a SessionInfo.
+
+    A last run still RUNNING reads ``running`` while its lease binds (or, for a
+    run recorded without a lease, while its owner may be alive), else ``crashed``.
+    """
+    status, detail = _status(runs[-1] if runs else None, lease)
     return SessionInfo(
         id=row["id"],
         title=row["title"],
@@ -188,8 +232,21 @@ def run_from_row(row: sqlite3.Row) -> RunInfo:
         finished_wall=row["finished_wall"],
         reason=CompletionReason(reason) if reason else None,
         detail=row["detail"],
-        usage=usage_from_json(json.loads(row["usage"])),
+        usage=usage_from_json(json_object(row["usage"])),
         cost=row["cost"],
+        write_ahead=bool(row["write_ahead"]) if "write_ahead" in row.keys() else False,  # noqa: SIM118 (a Row),
+    )
+
+
+def lease_from_row(row: sqlite3.Row) -> LeaseInfo:
+    """A `leases` row as a LeaseInfo."""
+    return LeaseInfo(
+        session_id=row["session_id"],
+        owner=row["owner"],
+        token=row["token"],
+        taken_wall=float(row["taken_wall"]),
+        heartbeat_wall=float(row["heartbeat_wall"]),
+        term=float(row["term"]),
     )
 
 
@@ -221,15 +278,16 @@ def call_params(record: CallRecord, blobs: BlobSink) -> dict[str, Any]:
 
 def call_from_row(row: sqlite3.Row, blobs: BlobSink) -> CallRecord:
     """A `calls` row as a CallRecord."""
-    call = block_from_json(json.loads(row["call"]))
-    assert isinstance(call, ToolCall)
+    call = block_from_json(json_object(row["call"]))
+    if not isinstance(call, ToolCall):
+        raise ValueError(f"a {type(call).__name__} where a tool call belongs")
     access = None
     if row["access"] is not None:
-        raw = json.loads(row["access"])
+        raw = json_object(row["access"])
         access = AccessRecord(tuple(raw["reads"]), tuple(raw["writes"]))
     result = None
     if row["result"] is not None:
-        result = result_from_json(json.loads(row["result"]), blobs=blobs)
+        result = result_from_json(json_object(row["result"]), blobs=blobs)
     return CallRecord(
         row["session_id"],
         row["run"],
@@ -272,7 +330,7 @@ def model_call_from_row(row: sqlite3.Row) -> ModelCallRecord:
         first_chunk_at=row["first_chunk_at"],
         finished_at=row["finished_at"],
         stop_reason=row["stop_reason"],
-        usage=usage_from_json(json.loads(row["usage"])),
+        usage=usage_from_json(json_object(row["usage"])),
     )
 
 
@@ -284,5 +342,5 @@ def event_from_row(row: sqlite3.Row) -> EventRecord:
         seq=row["seq"],
         kind=row["kind"],
         at=row["at"],
-        data=json.loads(row["data"]),
+        data=json_object(row["data"]),
     )

@@ -11,6 +11,7 @@ from ..messages import Message, Usage
 from ._records import (
     CallRecord,
     EventRecord,
+    LeaseInfo,
     ModelCallRecord,
     RunInfo,
     RunState,
@@ -45,7 +46,17 @@ class SessionStore(Protocol):
     loses nothing written before), which is what lets `SessionRecorder` write a
     run as it goes. Methods block (disk I/O); an implementation must allow calls
     from any thread, one at a time or serialized internally. Every method raises
-    `StoreError` when the backend fails, and for an unknown session id.
+    `StoreError` when the backend fails, and for an unknown session id; a read
+    whose stored data cannot be decoded raises `StoreError` too, never another
+    exception.
+
+    A session has one live owner at a time: the holder of its lease
+    (`acquire_lease`), taken atomically, renewed by a heartbeat, and free once
+    released or once its owner is gone (see `lease_live`). `SessionLease` wraps
+    these methods.
+
+    Optional: ``batch(writes)`` running several write calls as one transaction
+    (all or none); `SessionRecorder.recording` uses it when present.
     """
 
     def create_session(
@@ -67,8 +78,48 @@ class SessionStore(Protocol):
         """Sessions, most recently updated first."""
         ...
 
-    def begin_run(self, session_id: str, *, prompt: str, model: str, owner: str) -> int:
-        """Open the next run of a session; returns its 1-based number."""
+    def begin_run(
+        self,
+        session_id: str,
+        *,
+        prompt: str,
+        model: str,
+        owner: str,
+        write_ahead: bool = False,
+    ) -> int:
+        """Open the next run of a session; returns its 1-based number.
+
+        `write_ahead`: the run is recorded with the start barrier, so a call of
+        it without a RUNNING row never started (`RunInfo.write_ahead`).
+        """
+        ...
+
+    def acquire_lease(
+        self, session_id: str, *, owner: str, token: str, term: float
+    ) -> LeaseInfo:
+        """Take the session's lease for (`owner`, `token`) in one transaction.
+
+        Free if nobody holds it, if its holder is gone, or if `token` holds it.
+
+        Raises:
+            SessionBusyError: another live owner holds it.
+        """
+        ...
+
+    def renew_lease(self, session_id: str, token: str) -> None:
+        """Renew the heartbeat of the lease `token` holds.
+
+        Raises:
+            SessionBusyError: `token` no longer holds it.
+        """
+        ...
+
+    def release_lease(self, session_id: str, token: str) -> None:
+        """Give up the lease `token` holds; nothing if it holds none."""
+        ...
+
+    def lease(self, session_id: str) -> LeaseInfo | None:
+        """The session's lease as stored (live or stale), or None."""
         ...
 
     def finish_run(self, session_id: str, run: int, outcome: RunOutcome) -> None:
