@@ -113,9 +113,9 @@ async def test_json_output_is_one_event_per_line() -> None:
     assert sorted(ready) == ["a", "b", "h"]
 
 
-def test_the_readme_settings_example_is_valid(workspace: Path) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+def test_the_documented_settings_example_is_valid(workspace: Path) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    example = page.split("```toml\n", 1)[1].split("```", 1)[0]
     (workspace / "toolweave.toml").write_text(example)
     settings = load_settings(workspace, environ={}).settings
     assert settings.concurrency.max_concurrency == 8
