@@ -98,13 +98,20 @@ def remove_stuck_garbage(temp_root: Path) -> list[str]:
     earlier run (before the session check below existed, or by another
     checkout's suite) is removed here, without recursing. Only trees deeper
     than `MAX_LEFT_DEPTH` are touched: a shallow garbage dir may be one
-    another pytest run is deleting right now. Returns the names removed.
+    another pytest run is deleting right now, and a tree another run is
+    removing (it vanishes under us, or its moved-up pieces appear) is left to
+    that run. Returns the names removed.
     """
     removed: list[str] = []
     if not temp_root.is_dir():
         return removed
     for entry in sorted(temp_root.glob("garbage-*")):
-        if entry.is_dir() and not entry.is_symlink() and too_deep(entry):
-            remove_tree(entry)
-            removed.append(entry.name)
+        if ".up" in entry.name:
+            continue  # a piece another run's remove_tree moved up: that run owns it
+        try:
+            if entry.is_dir() and not entry.is_symlink() and too_deep(entry):
+                remove_tree(entry)
+                removed.append(entry.name)
+        except OSError:  # another run on the machine is removing it at this moment
+            continue
     return removed

@@ -80,6 +80,9 @@ def test_a_stuck_garbage_tree_from_an_earlier_run_is_removed_and_others_are_kept
     shallow = tmp_path / "garbage-2222"  # maybe another run deleting it now
     shallow.mkdir()
     make_chain(shallow, "a", 3)
+    piece = tmp_path / "garbage-3333.up5"  # moved up by another run's remove_tree
+    piece.mkdir()
+    make_chain(piece, "a", MAX_LEFT_DEPTH + 5)
     live = tmp_path / "pytest-7"  # a numbered root: pytest's own, not garbage
     live.mkdir()
     make_chain(live, "a", MAX_LEFT_DEPTH + 5)
@@ -88,8 +91,9 @@ def test_a_stuck_garbage_tree_from_an_earlier_run_is_removed_and_others_are_kept
             shutil.rmtree(stuck)  # what made every later run fail at exit
         assert remove_stuck_garbage(tmp_path) == ["garbage-1111"]
         kept = sorted(p.name for p in tmp_path.iterdir())
-        assert kept == ["garbage-2222", "pytest-7"]
+        assert kept == ["garbage-2222", "garbage-3333.up5", "pytest-7"]
     finally:
         remove_tree(stuck)
+        remove_tree(piece)
         remove_tree(live)
     assert remove_stuck_garbage(tmp_path / "missing") == []
