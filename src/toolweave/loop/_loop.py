@@ -355,9 +355,15 @@ class RunLoop:
                 )
             return await self.shrinker.recover_prompt_too_long(exc)
         except ModelError as exc:
+            # A request that never reached a model (no key, no server, no API
+            # at that URL) is not a model call that failed: the record says so.
+            said = (
+                "no model was reached"
+                if not exc.reached_model
+                else "the model call failed"
+            )
             return Finish(
-                CompletionReason.ERROR,
-                detail=f"the model call failed: {type(exc).__name__}: {exc}",
+                CompletionReason.ERROR, detail=f"{said}: {type(exc).__name__}: {exc}"
             )
         if isinstance(response, Halted):
             await self.discarded.halted(response.partial)
