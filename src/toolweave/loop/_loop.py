@@ -75,7 +75,12 @@ if TYPE_CHECKING:
     from ..scheduling import Dispatcher
     from ._result import RunResult
 
-__all__ = ["RunLoop"]
+__all__ = ["NO_MODEL_REACHED", "RunLoop"]
+
+NO_MODEL_REACHED = "no model was reached"
+"""How the detail of a run's end begins when its model call failed without
+reaching a model (`ModelError.reached_model` False: no key, no server, no API
+at that URL). The CLI keeps no session for such a run."""
 
 logger = logging.getLogger("toolweave.loop")
 
@@ -358,9 +363,7 @@ class RunLoop:
             # A request that never reached a model (no key, no server, no API
             # at that URL) is not a model call that failed: the record says so.
             said = (
-                "no model was reached"
-                if not exc.reached_model
-                else "the model call failed"
+                NO_MODEL_REACHED if not exc.reached_model else "the model call failed"
             )
             return Finish(
                 CompletionReason.ERROR, detail=f"{said}: {type(exc).__name__}: {exc}"
