@@ -33,6 +33,7 @@ from .._exceptions import (
     ModelConnectionError,
     ModelError,
 )
+from ._unexpected import non_api_body
 
 __all__ = [
     "anthropic_base_hint",
@@ -171,7 +172,8 @@ def no_api_at_path(
     path = urlsplit(url).path
     suffix = next((p for p in api_paths if path.endswith(p)), "")
     base = url[: url.rfind(suffix)] if suffix else url
-    said = _body_text(response)
+    page = non_api_body(response)  # a page or plain text, named as elsewhere
+    said = f" ({page.rstrip('.')})" if page else _body_text(response)
     error = BadRequestError(
         f"{url} answered 404 Not Found{said}: no model API is at that URL, so"
         f" base_url {base!r} cannot be right. {hint(base)}"
