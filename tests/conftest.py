@@ -158,7 +158,6 @@ def crash_copy() -> Any:
     """
     import shutil
     import sqlite3
-    from pathlib import Path
 
     from toolweave.sessions import SQLiteSessionStore
 
