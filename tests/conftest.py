@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio.testing
 
+from extras import module_needing_extra
 from temp_trees import MAX_LEFT_DEPTH, remove_stuck_garbage, too_deep
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(
+    module_path: Path, parent: pytest.Collector
+) -> pytest.Module | None:
+    """A framework's test module without its extra is one skip naming the extra."""
+    return module_needing_extra(module_path, parent)
+
 
 _real_connect = socket.socket.connect
 _LOOPBACK_PREFIXES = ("127.", "::1", "localhost")
@@ -147,7 +158,6 @@ def crash_copy() -> Any:
     """
     import shutil
     import sqlite3
-    from pathlib import Path
 
     from toolweave.sessions import SQLiteSessionStore
 

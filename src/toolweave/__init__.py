@@ -17,6 +17,8 @@ from ._exceptions import ConfigError as ConfigError
 from ._exceptions import ControlSignal as ControlSignal
 from ._exceptions import InternalError as InternalError
 from ._exceptions import MCPConnectionError as MCPConnectionError
+from ._exceptions import MissingAPIKeyError as MissingAPIKeyError
+from ._exceptions import MissingExtraError as MissingExtraError
 from ._exceptions import ModelConnectionError as ModelConnectionError
 from ._exceptions import ModelError as ModelError
 from ._exceptions import ModelRetry as ModelRetry
@@ -87,6 +89,8 @@ __all__ = [
     "InterruptToken",
     "MCPConnectionError",
     "Message",
+    "MissingAPIKeyError",
+    "MissingExtraError",
     "ModelConnectionError",
     "ModelError",
     "ModelResponse",

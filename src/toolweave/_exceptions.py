@@ -4,7 +4,9 @@
 ToolweaveError
 ├── UsageError (ValueError)            misuse of the library: bad config, bad tool definition
 │   ├── ToolDefinitionError            @tool could not build a tool from a function
-│   └── ConfigError                    a setting is invalid or inconsistent
+│   ├── ConfigError                    a setting is invalid or inconsistent
+│   └── MissingExtraError              a feature's optional dependencies are not installed
+│                                      (also a ModuleNotFoundError; names the pip extra)
 ├── ToolError                          one call failed; becomes an error ToolResult
 │   ├── UnknownToolError               the model named a tool that is not registered
 │   ├── ToolInputError                 the input failed schema or `validate_input` checks
@@ -17,6 +19,7 @@ ToolweaveError
 │   ├── OverloadedError                overloaded / 529 / 503
 │   ├── PromptTooLongError             the request does not fit the context window
 │   ├── AuthenticationError            401 / 403
+│   │   └── MissingAPIKeyError         no key given and its variable unset: nothing was sent
 │   ├── BadRequestError                400 and other 4xx the request itself caused
 │   ├── ModelConnectionError           transport failure, timeout, or a stream cut mid-way
 │   ├── ModelServerError               5xx other than overload
@@ -34,7 +37,9 @@ ToolweaveError
 
 Tool failures never raise out of `Dispatcher.dispatch`: they become
 `ToolResult(is_error=True)`. Provider errors are raised as the most specific
-`ModelError` subclass with the SDK exception chained as `__cause__`.
+`ModelError` subclass with the SDK exception chained as `__cause__`; a
+`ModelError`'s ``reached_model`` says whether the request may have reached a
+model at all (False: it was never sent, found no server, or found no API).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ __all__ = [
     "ControlSignal",
     "InternalError",
     "MCPConnectionError",
+    "MissingAPIKeyError",
+    "MissingExtraError",
     "ModelConnectionError",
     "ModelError",
     "ModelRetry",
@@ -87,6 +94,31 @@ class ConfigError(UsageError):
     """A configuration value is invalid or inconsistent with another."""
 
 
+class MissingExtraError(UsageError, ModuleNotFoundError):
+    """A feature needs an optional dependency group (a pip extra) that is not installed.
+
+    Raised when the feature is imported or first used, instead of the bare
+    ``ModuleNotFoundError`` of the missing package; its message says what to
+    install (``pip install 'toolweave[openai-agents]'``). Still a
+    `ModuleNotFoundError` (and so an `ImportError`): code that probes for an
+    optional feature with ``except ImportError`` keeps working.
+    """
+
+    def __init__(self, message: str, *, extra: str, module: str | None) -> None:
+        ModuleNotFoundError.__init__(self, message, name=module)
+        self.extra = extra
+        """The extra that installs it, such as ``"openai-agents"``."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _rebuild_missing_extra, (str(self), self.extra, self.name)
+
+
+def _rebuild_missing_extra(
+    message: str, extra: str, module: str | None
+) -> MissingExtraError:
+    return MissingExtraError(message, extra=extra, module=module)
+
+
 class ToolError(ToolweaveError):
     """One tool call failed. The lifecycle turns it into an error result."""
 
@@ -123,6 +155,13 @@ class ModelError(ToolweaveError):
     """A model provider failed. Subclasses say whether a retry can help."""
 
     retryable: bool = False
+    reached_model: bool = True
+    """False when the request is known never to have reached a model: it was
+    not sent (no API key, a base URL that cannot be one), no server took the
+    connection (refused, unknown host), or what answered is not the API (a 404
+    on the API's path, a page that is not the API's answer). True otherwise,
+    which only means that it may have: an error the API itself sent, a cut
+    stream, a timeout after the request went out."""
 
 
 class RateLimitedError(ModelError):
@@ -153,6 +192,28 @@ class PromptTooLongError(ModelError):
 
 class AuthenticationError(ModelError):
     """The API key is missing, wrong, or not allowed to use this model."""
+
+
+class MissingAPIKeyError(AuthenticationError):
+    """No API key was given and the variable the SDK reads it from is not set.
+
+    Raised by the provider model before any request is built, so nothing was
+    sent (``reached_model`` is False); the message names the variable.
+    """
+
+    reached_model = False
+
+    def __init__(self, message: str, *, variable: str) -> None:
+        super().__init__(message)
+        self.variable = variable
+        """The environment variable the key is read from (``OPENAI_API_KEY`` …)."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _rebuild_missing_key, (str(self), self.variable)
+
+
+def _rebuild_missing_key(message: str, variable: str) -> MissingAPIKeyError:
+    return MissingAPIKeyError(message, variable=variable)
 
 
 class BadRequestError(ModelError):
@@ -202,6 +263,10 @@ class UnexpectedResponseError(ModelError):
         self.answered_whole = answered_whole
         """A streamed request was answered with a whole API response (no streaming)."""
         self.retryable = status >= 500
+        # The API's whole answer came from a model; a page at 5xx may stand
+        # for a backend that got the request (a gateway timeout); any other
+        # page or body is not the API's answer.
+        self.reached_model = answered_whole or status >= 500
 
 
 class UnexpectedModelCallError(ModelError):

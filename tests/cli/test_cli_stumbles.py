@@ -67,7 +67,8 @@ def test_a_key_in_the_environment_gets_past_the_check(
     tmp_path: Path, workspace: Path
 ) -> None:
     """The check looks at the variable, not at anything else: with it set, the run
-    gets as far as the (unreachable) server."""
+    gets as far as the (unreachable) server, and keeps no session of a run that
+    reached no model (tests/cli/test_cli_unreached_model.py)."""
     db = tmp_path / "s.db"
     done = toolweave(
         "run", "x", "--model", "anthropic:claude-sonnet-4-5", "--json",
@@ -75,8 +76,9 @@ def test_a_key_in_the_environment_gets_past_the_check(
         env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"},
     )  # fmt: skip
     assert "is not set" not in done.stderr
+    assert "cannot connect to 127.0.0.1:9" in done.stderr, done.stderr
     store = SQLiteSessionStore(db)
-    assert len(store.list_sessions()) == 1
+    assert store.list_sessions() == []
     store.close()
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from extras import require_extra
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -23,6 +25,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     Workers get this directory on PYTHONPATH so the tools in `cluster_support`
     unpickle by reference. Token auth and usage stats are off (FINDINGS part 3).
     """
+    require_extra("ray")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAY_AUTH_MODE", "disabled")
         patch.setenv("RAY_USAGE_STATS_ENABLED", "0")

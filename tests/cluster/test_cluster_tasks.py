@@ -12,6 +12,7 @@ import anyio
 import pytest
 from cluster_support import add, fail, probe
 
+from extras import require_extra
 from toolweave import ConfigError, ModelServerError, ToolDefinitionError, ToolError
 from toolweave._exceptions import ClusterError
 from toolweave.cluster import (
@@ -257,6 +258,7 @@ def test_placement_is_validated() -> None:
 
 
 def test_importing_toolweave_never_imports_ray_and_remote_work_needs_ray() -> None:
+    require_extra("ray")  # without it, tests/test_missing_extras.py has the row
     code = (
         "import sys, anyio, toolweave, toolweave.cluster\n"
         "assert 'ray' not in sys.modules, 'ray imported'\n"

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from extras import require_extra
+
 FRAMEWORKS = {
     "langgraph": ("langgraph", "langchain_core"),
     "pydantic_ai": ("pydantic_ai",),
@@ -29,6 +31,7 @@ assert m.__all__
 
 @pytest.mark.parametrize("module", sorted(FRAMEWORKS))
 def test_module_imports_without_the_other_frameworks(module: str) -> None:
+    require_extra(module.replace("_", "-"))
     blocked = {
         top for name, tops in FRAMEWORKS.items() if name != module for top in tops
     }

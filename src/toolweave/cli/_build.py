@@ -39,7 +39,9 @@ def build_model(settings: Settings) -> Model:
     """The model the settings name. Keys come from the providers' usual variables.
 
     An ``openai-compatible:`` server gets ``$OPENAI_API_KEY`` if set, else a
-    placeholder key (local servers rarely check it). ``stream = false`` (or
+    placeholder key (local servers rarely check it); so does an ``openai:``
+    model its class takes for a compatible server (a ``--base-url`` that is not
+    OpenAI's, a name not of OpenAI's families). ``stream = false`` (or
     ``--no-stream``) sends every request whole.
 
     Raises:
@@ -55,7 +57,7 @@ def build_model(settings: Settings) -> Model:
     model = resolve_model(
         spec, api_key=api_key, base_url=settings.base_url, stream=settings.stream
     )
-    if api_key is None:
+    if api_key is None and not getattr(model, "compatible", False):
         _require_key(spec, type(model).__name__)
     return model
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._exceptions import StoreError, UsageError
-from ..events import FileRead
-from ..loop import Agent
+from ..events import CompletionReason, FileRead
+from ..loop import NO_MODEL_REACHED, Agent
 from ..messages import Message
 from ..models import Model
 from ..sessions import (
@@ -291,6 +291,8 @@ def _epilogue(console: Console, launch: _Launch, result: DriveResult) -> None:
 
 
 def _finish(launch: _Launch) -> int:
+    result: DriveResult | None = None
+    discarded: str | None = None
     try:
         result = anyio.run(_launch_async, launch)
     finally:
@@ -299,24 +301,69 @@ def _finish(launch: _Launch) -> int:
         ):  # the run released it; a run that never began did not
             with suppress(StoreError):
                 launch.lease.release()
+        if result is not None:  # after the lease: its row goes with the session
+            discarded = _discard_if_no_model_reached(launch, result)
         launch.store.close()
-    if not launch.options.json:
+    if discarded is not None:
+        console = Console(stderr=True) if launch.options.json else Console()
+        console.print(discarded, soft_wrap=True)
+    elif not launch.options.json:
         _epilogue(Console(), launch, result)
     return exit_code(result)
 
 
+def _discard_if_no_model_reached(launch: _Launch, result: DriveResult) -> str | None:
+    """Delete the new session of a run that ended without reaching any model.
+
+    Such a session holds the prompt and an error that says no model was
+    reached (no key, no server at the URL, no API there: `NO_MODEL_REACHED`),
+    nothing to resume or show: ``toolweave sessions`` would only list it as an
+    empty crashed one. A run whose model answered with an error (a 429, a 500
+    after every retry) is kept: a model was reached and resuming may help. A
+    resumed session is always kept (its history is real), and so is a run the
+    user interrupted (it can be resumed). Returns the line that says so, or
+    None when the session is kept.
+    """
+    finished = result.finished
+    if (
+        launch.history
+        or finished is None
+        or finished.reason is not CompletionReason.ERROR
+        or not finished.detail.startswith(NO_MODEL_REACHED)
+    ):
+        return None
+    if any(m.role == "assistant" for m in finished.messages):
+        return None
+    sid = launch.session.id[:12]
+    try:
+        launch.store.delete_session(launch.session.id)
+    except StoreError as exc:
+        kept = f"session {sid} could not be discarded: {escape(str(exc))}"
+    else:
+        kept = f"no model answered, so no session was kept ({sid} discarded)"
+    return f"[bold]error[/] · {escape(finished.detail)}\n[dim]  {kept}[/]"
+
+
 def _prepare(
-    options: RunOptions, workspace: Path, fallback_model: str | None = None
+    options: RunOptions,
+    workspace: Path,
+    fallback_model: str | None = None,
+    fallback_base_url: str | None = None,
 ) -> tuple[LoadedSettings, Model, str]:
     """Settings, the model, and a dry build of the agent config.
 
-    Every ConfigError surfaces here, before anything is written to the store.
+    A resumed session's model (`fallback_model`) is used unless one is given
+    or configured, and the base URL it was reached at (`fallback_base_url`)
+    with it, unless one is given or configured. Every ConfigError surfaces
+    here, before anything is written to the store.
     """
     loaded = load_settings(workspace, overrides=options.overrides())
     settings = loaded.settings
     if options.scripted is None and not settings.model and fallback_model:
         settings = settings.model_copy(update={"model": fallback_model})
-        loaded = replace(loaded, settings=settings)
+    if fallback_base_url and settings.model == fallback_model and not settings.base_url:
+        settings = settings.model_copy(update={"base_url": fallback_base_url})
+    loaded = replace(loaded, settings=settings)
     model, spec = _model(options, loaded)
     agent_config(
         settings,
@@ -334,9 +381,13 @@ def start_session(options: RunOptions, prompt: str) -> int:
     workspace = options.cwd.resolve()
     loaded, model, spec = _prepare(options, workspace)
     store = open_store(loaded.settings.store)
+    base_url = loaded.settings.base_url
     try:
         session = store.create_session(
-            workspace=str(workspace), model=spec, title=prompt
+            workspace=str(workspace),
+            model=spec,
+            title=prompt,
+            meta={"base_url": base_url} if base_url else None,
         )
     except BaseException:
         store.close()
@@ -372,7 +423,9 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
         if not workspace.is_dir():
             workspace = options.cwd.resolve()
         fallback = None if stored.model.startswith("scripted") else stored.model
-        loaded, model, spec = _prepare(options, workspace, fallback)
+        loaded, model, spec = _prepare(
+            options, workspace, fallback, _stored_base_url(stored)
+        )
         plan = prepare_resume(store, stored.id, prompt=prompt)
     except BaseException:
         store.close()
@@ -395,6 +448,12 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
         lease=plan.lease,
     )
     return _finish(launch)
+
+
+def _stored_base_url(session: SessionInfo) -> str | None:
+    """The ``--base-url`` a session's model was reached at, as `start_session` kept it."""
+    value = session.meta.get("base_url")
+    return value if isinstance(value, str) and value else None
 
 
 def _resume_note(

@@ -175,7 +175,7 @@ def make_batch_command(
                 if db is not None:
                     db.close()
         except (UsageError, StoreError) as exc:
-            console.print(f"[bold red]error:[/] {exc}")
+            console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(2) from exc
         console.print(_summary(stats, target))
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._exceptions import ClusterError, UsageError
+from .._exceptions import ClusterError
+from .._extras import missing_extra
 
 __all__ = ["connect_ray", "import_ray", "require_ray"]
 
@@ -20,13 +21,14 @@ def import_ray() -> ModuleType:
     """Import and return the `ray` module (``import toolweave`` never does).
 
     Raises:
-        UsageError: if Ray is not installed, saying how to install it.
+        MissingExtraError: (a `UsageError`) if Ray is not installed, naming
+            the extra that installs it.
     """
     try:
         import ray
     except ImportError as exc:
-        raise UsageError(
-            "Ray is not installed; install it with: pip install 'toolweave[ray]'"
+        raise missing_extra(
+            exc, extra="ray", needs="running sessions or tools on Ray needs Ray"
         ) from exc
     return ray
 
@@ -35,7 +37,7 @@ def require_ray() -> ModuleType:
     """The `ray` module, checking that this process is connected to a cluster.
 
     Raises:
-        UsageError: if Ray is not installed.
+        MissingExtraError: if Ray is not installed.
         ClusterError: if Ray is not initialised (we never start a cluster by surprise).
     """
     ray = import_ray()
@@ -70,7 +72,7 @@ async def connect_ray(
     cluster, worker logs not copied to the driver; `init_options` override them.
 
     Raises:
-        UsageError: if Ray is not installed.
+        MissingExtraError: if Ray is not installed.
     """
     ray = import_ray()
     if ray.is_initialized():

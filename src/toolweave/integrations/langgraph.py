@@ -36,6 +36,10 @@ from functools import partial
 from typing import Any, Literal
 
 import anyio
+
+from . import _needs_langgraph  # noqa: F401  first: a missing framework names its extra
+
+# isort: split
 from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list

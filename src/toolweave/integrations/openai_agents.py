@@ -47,6 +47,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, final
 
 import anyio
+
+from . import _needs_openai_agents  # noqa: F401  first: a missing framework names its extra
+
+# isort: split
 from agents import (
     ApplyPatchTool,
     ComputerTool,

@@ -39,6 +39,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anyio
+
+from . import _needs_pydantic_ai  # noqa: F401  first: a missing framework names its extra
+
+# isort: split
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import (
     AgentRunError,

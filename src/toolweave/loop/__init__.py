@@ -26,6 +26,7 @@ from ._cost import PriceTable as PriceTable
 from ._cost import unpriced_model as unpriced_model
 from ._guards import RepeatFailureWatcher as RepeatFailureWatcher
 from ._guards import StalledIterationGuard as StalledIterationGuard
+from ._loop import NO_MODEL_REACHED as NO_MODEL_REACHED
 from ._result import RunResult as RunResult
 from ._run import AgentRun as AgentRun
 from ._steps import TransitionReason as TransitionReason
@@ -40,6 +41,7 @@ from ._transcript import validate_transcript as validate_transcript
 __all__ = [
     "BUILTIN_PRICES",
     "FAILURE_MARKER",
+    "NO_MODEL_REACHED",
     "TRUNCATION_MARKER",
     "Agent",
     "AgentConfig",

@@ -75,7 +75,12 @@ if TYPE_CHECKING:
     from ..scheduling import Dispatcher
     from ._result import RunResult
 
-__all__ = ["RunLoop"]
+__all__ = ["NO_MODEL_REACHED", "RunLoop"]
+
+NO_MODEL_REACHED = "no model was reached"
+"""How the detail of a run's end begins when its model call failed without
+reaching a model (`ModelError.reached_model` False: no key, no server, no API
+at that URL). The CLI keeps no session for such a run."""
 
 logger = logging.getLogger("toolweave.loop")
 
@@ -355,9 +360,13 @@ class RunLoop:
                 )
             return await self.shrinker.recover_prompt_too_long(exc)
         except ModelError as exc:
+            # A request that never reached a model (no key, no server, no API
+            # at that URL) is not a model call that failed: the record says so.
+            said = (
+                NO_MODEL_REACHED if not exc.reached_model else "the model call failed"
+            )
             return Finish(
-                CompletionReason.ERROR,
-                detail=f"the model call failed: {type(exc).__name__}: {exc}",
+                CompletionReason.ERROR, detail=f"{said}: {type(exc).__name__}: {exc}"
             )
         if isinstance(response, Halted):
             await self.discarded.halted(response.partial)

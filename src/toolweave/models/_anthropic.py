@@ -7,12 +7,13 @@ from typing import Any, final
 
 import anthropic
 
-from .._exceptions import AuthenticationError, ModelError
+from .._exceptions import AuthenticationError, MissingAPIKeyError, ModelError
 from ._anthropic_convert import anthropic_params
 from ._anthropic_errors import map_anthropic_error
 from ._anthropic_replay import anthropic_replay
 from ._anthropic_stream import AnthropicStreamMapper
 from ._base import ModelRequest
+from ._endpoint import checked_base_url
 from ._provider import EventMapper, ProviderModel
 from ._sdk_streams import SDKStream, replay_of
 from ._unexpected import WireShape, require_event_stream, whole_response
@@ -37,8 +38,13 @@ class AnthropicModel(ProviderModel):
 
     Args:
         name: The model id, such as ``"claude-sonnet-4-6"``.
-        api_key: The API key; None lets the SDK read ``ANTHROPIC_API_KEY``.
-        base_url: Another endpoint (a proxy, or the test suite's loopback server).
+        api_key: The API key; None lets the SDK read ``ANTHROPIC_API_KEY`` (or
+            ``ANTHROPIC_AUTH_TOKEN``, or its other credentials). With none of
+            them the first request raises `MissingAPIKeyError` before it is sent.
+        base_url: Another endpoint (a proxy, or the test suite's loopback
+            server), without ``/v1``: the SDK adds ``/v1/messages``. None:
+            ``$ANTHROPIC_BASE_URL``, else Anthropic. A URL that cannot be one is
+            a `ConfigError` here.
         thinking: Passed through as the request's ``thinking`` config, such as
             ``{"type": "adaptive"}``.
         stream: Stream responses (default). False sends every request whole
@@ -71,6 +77,8 @@ class AnthropicModel(ProviderModel):
         on_warning: WarningHandler | None = None,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
+        if client is None:
+            checked_base_url(base_url, variable="ANTHROPIC_BASE_URL")
         super().__init__(
             name,
             stream=stream,
@@ -102,6 +110,14 @@ class AnthropicModel(ProviderModel):
                 raise AuthenticationError(
                     f"cannot build the anthropic client: {exc}"
                 ) from exc
+            if self._given_client is None and not _has_credentials(self._client):
+                self._client = None
+                raise MissingAPIKeyError(
+                    f"ANTHROPIC_API_KEY is not set and AnthropicModel({self._name!r})"
+                    " was given no api_key: set the variable (or ANTHROPIC_AUTH_TOKEN)"
+                    " or pass api_key=; no request was sent",
+                    variable="ANTHROPIC_API_KEY",
+                )
         return self._client
 
     async def _open(
@@ -140,3 +156,18 @@ class AnthropicModel(ProviderModel):
         client, self._client = self._client, None
         if client is not None and self._given_client is None:
             await client.close()
+
+
+def _has_credentials(client: anthropic.AsyncAnthropic) -> bool:
+    """Whether the SDK found any way to authenticate (else it fails each request).
+
+    Without a key, a token, a credentials provider (a profile, workload
+    identity) or an auth header of its own, the SDK raises a bare `TypeError`
+    ("Could not resolve authentication method") while building each request.
+    """
+    if client.api_key or client.auth_token:
+        return True
+    if getattr(client, "credentials", None) is not None:
+        return True
+    headers = client.default_headers
+    return bool(headers.get("X-Api-Key") or headers.get("Authorization"))

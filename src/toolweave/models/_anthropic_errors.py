@@ -21,6 +21,7 @@ from .._exceptions import (
     ModelError,
     ModelServerError,
 )
+from ._endpoint import anthropic_base_hint, no_api_at_path, request_url, unreachable
 from ._errors import ErrorTable, classify_status, describe, parse_retry_after
 from ._unexpected import non_api_body
 
@@ -87,16 +88,24 @@ def map_anthropic_error(exc: BaseException) -> ModelError | None:
     Retry-After parsed; prompt-too-long signals → `PromptTooLongError`; 401/403
     → `AuthenticationError`; other 4xx → `BadRequestError`; 5xx →
     `ModelServerError`; transport failures and cut streams →
-    `ModelConnectionError`. The caller raises the result ``from exc``.
+    `ModelConnectionError`. A 404 that is not the API's own (no API at that
+    URL) and a request that found no server say so, name the URL and the
+    likely fix, and are marked as never reaching a model (`_endpoint`). The
+    caller raises the result ``from exc``.
     """
     if isinstance(exc, anthropic.APIStatusError):
-        return _from_status(exc)
+        wrong_url = no_api_at_path(
+            exc.response, api_paths=("/v1/messages",), hint=anthropic_base_hint
+        )
+        return wrong_url or _from_status(exc)
     if isinstance(exc, json.JSONDecodeError):
         return ModelServerError(f"the provider sent malformed stream data: {exc}")
     neutral = _neutral_for(type(exc))
     if neutral is None:
         return None
-    return neutral(describe(exc))
+    url = request_url(exc) if neutral is ModelConnectionError else None
+    found = None if url is None else unreachable(exc, url)
+    return found or neutral(describe(exc))
 
 
 def _from_status(exc: anthropic.APIStatusError) -> ModelError:

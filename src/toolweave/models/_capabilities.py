@@ -6,12 +6,15 @@ with a 400, and sending it anyway caused 400-error loops in the wild (as in Open
 so the flag is sent only to families known to accept it.
 
 What the tables cannot know, a model learns from its server and keeps in a
-`LearnedCapabilities`: that the server rejected the flag by name, or that it
+`LearnedCapabilities`: that the server rejected the flag by name, that it
 refuses to stream a response when tools are offered (llama-cpp-python's server
 answers such a request with HTTP 500 "Automatic streaming tool choice is not
-supported", or an empty event stream). Each is learned once, only from the
-refusal it is about (a refusal to stream only once the same request sent whole
-was answered), and holds for the life of the model object. Any other failure,
+supported", or an empty event stream), or that it rejects an assistant turn
+sent with ``content: null`` (llama-cpp-python again: HTTP 500 "Input should be
+a valid string"). Each is learned once, only from the refusal it is about (a
+refusal to stream only once the same request sent whole was answered, a
+refusal of null content only once the same request with "" was), and holds
+for the life of the model object. Any other failure,
 an HTML page from a proxy included, teaches nothing (`_provider`, `_unexpected`).
 """
 
@@ -130,3 +133,6 @@ class LearnedCapabilities:
     streaming_with_tools: bool | None = None
     """None until known; False once the server refused to stream with tools,
     True once a streamed request with tools was accepted."""
+    null_content_rejected: bool = False
+    """The server rejected an assistant turn with ``content: null`` and took
+    the same request with content "" (Chat Completions only)."""

@@ -22,6 +22,7 @@ from .._exceptions import (
     ModelError,
     ModelServerError,
 )
+from ._endpoint import no_api_at_path, openai_base_hint, request_url, unreachable
 from ._errors import ErrorTable, classify_status, describe, parse_retry_after
 from ._unexpected import non_api_body
 
@@ -68,6 +69,9 @@ _BY_NAME: dict[str, type[ModelError]] = {
 }
 
 
+_API_PATHS = ("/chat/completions", "/responses")
+"""What the SDK appends to base_url (Chat Completions, Responses)."""
+
 _SEAM = ErrorTable(_TABLE, _BY_NAME)
 table_entry = _SEAM.entry
 """The nearest ancestor of a class (itself included) that the seam maps, or None."""
@@ -82,9 +86,17 @@ def map_openai_error(exc: BaseException) -> ModelError | None:
     parsed; ``context_length_exceeded`` and its phrasings → `PromptTooLongError`;
     401/403 → `AuthenticationError`; other 4xx → `BadRequestError`; 5xx and
     in-stream errors → `ModelServerError` unless their code says otherwise;
-    transport failures → `ModelConnectionError`.
+    transport failures → `ModelConnectionError`. A 404 that is not the API's
+    own (no API at that URL) and a request that found no server say so, name
+    the URL and the likely fix, and are marked as never reaching a model
+    (`_endpoint`).
     """
     if isinstance(exc, openai.APIStatusError):
+        wrong_url = no_api_at_path(
+            exc.response, api_paths=_API_PATHS, hint=openai_base_hint
+        )
+        if wrong_url is not None:
+            return wrong_url
         said = non_api_body(exc.response) or exc.message  # a proxy's page, named
         return classify_status(
             exc.status_code,
@@ -99,7 +111,9 @@ def map_openai_error(exc: BaseException) -> ModelError | None:
     neutral = _neutral_for(type(exc))
     if neutral is None:
         return None
-    return neutral(describe(exc))
+    url = request_url(exc) if neutral is ModelConnectionError else None
+    found = None if url is None else unreachable(exc, url)
+    return found or neutral(describe(exc))
 
 
 def error_from_payload(code: str | None, message: str | None) -> ModelError:

@@ -10,6 +10,7 @@ import openai
 from .._exceptions import ModelError
 from ._base import ModelRequest
 from ._capabilities import is_reasoning_family
+from ._endpoint import checked_base_url
 from ._openai_chat import build_openai_client
 from ._openai_errors import map_openai_error
 from ._openai_responses_convert import responses_params
@@ -46,7 +47,8 @@ class OpenAIResponsesModel(ProviderModel):
     Args:
         name: The model id, such as ``"gpt-5"`` or ``"o4-mini"``.
         api_key: The API key; None lets the SDK read ``OPENAI_API_KEY``.
-        base_url: Another endpoint.
+        base_url: Another endpoint (None: ``$OPENAI_BASE_URL``, else OpenAI).
+            A URL that cannot be one is a `ConfigError` here.
         reasoning: Passed through as the ``reasoning`` config, such as
             ``{"effort": "medium", "summary": "auto"}``.
         include_encrypted_reasoning: Ask for encrypted reasoning content (needed
@@ -83,6 +85,8 @@ class OpenAIResponsesModel(ProviderModel):
         on_warning: WarningHandler | None = None,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
+        if client is None:
+            checked_base_url(base_url, variable="OPENAI_BASE_URL")
         super().__init__(
             name,
             stream=stream,
@@ -107,7 +111,11 @@ class OpenAIResponsesModel(ProviderModel):
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
             self._client = build_openai_client(
-                self._api_key, self._base_url, self._timeout, self._given_client
+                self._api_key,
+                self._base_url,
+                self._timeout,
+                self._given_client,
+                owner=f"OpenAIResponsesModel({self._name!r})",
             )
         return self._client
 

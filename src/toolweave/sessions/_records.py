@@ -102,6 +102,9 @@ class SessionInfo:
     last run's `CompletionReason` value."""
     detail: str = ""
     """How the last run ended, in words."""
+    meta: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """What its creator stored with it (`SessionStore.create_session`'s
+    ``meta``): the CLI keeps the ``base_url`` its model was reached at."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -663,3 +663,43 @@ class SQLiteSessionStore:
             )
             for r in rows
         ]
+
+    # -- discarding ------------------------------------------------------------------------
+
+    def delete_session(self, session_id: str) -> None:
+        """Remove a session and every row of it, in one transaction.
+
+        For a session that holds nothing worth keeping: the CLI deletes the
+        session of a ``toolweave run`` that never reached a model, so
+        ``toolweave sessions`` lists no empty crashed one. Every table with a
+        ``session_id`` column is cleared of it (read from the schema, so a
+        table added later is not missed). Large results in the shared,
+        content-addressed blob directory stay (other sessions may name them).
+
+        Raises:
+            StoreError: for an unknown session id, or if the store fails.
+        """
+
+        def work(conn: sqlite3.Connection) -> int:
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    " AND name != 'sessions'"
+                )
+                if any(
+                    column[1] == "session_id"
+                    for column in conn.execute(f'PRAGMA table_info("{row[0]}")')
+                )
+            ]
+            conn.execute("PRAGMA defer_foreign_keys = ON")
+            for table in tables:
+                conn.execute(
+                    f'DELETE FROM "{table}" WHERE session_id = ?', (session_id,)
+                )
+            return conn.execute(
+                "DELETE FROM sessions WHERE id = ?", (session_id,)
+            ).rowcount
+
+        if self._write(work) != 1:
+            raise StoreError(f"no session {session_id!r} in {self.path}")

@@ -216,7 +216,17 @@ def session_from_row(
         cost=sum(r.cost for r in runs),
         status=status,
         detail=detail,
+        meta=_meta(row["meta"]),
     )
+
+
+def _meta(text: str) -> dict[str, Any]:
+    """A session's stored meta; a damaged one reads as empty (it only ever helps)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def run_from_row(row: sqlite3.Row) -> RunInfo:
