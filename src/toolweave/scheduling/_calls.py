@@ -6,6 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ..messages import ToolCall, ToolResult
+from ..tools import Tool
 from ..tools._cancel import cancelled_from_outside, is_cancellation
 from ..tools._deadline import DeadlineScope
 from ..tools._threads import abandoning_threads
@@ -25,6 +26,7 @@ __all__ = [
     "fire_started",
     "guarded",
     "invoke",
+    "prepare",
 ]
 
 logger = logging.getLogger("toolweave.scheduling")
@@ -66,6 +68,17 @@ def fire_completed(
         listener(call, result)
     except Exception:
         logger.exception("on_completed listener %r raised; ignored", listener)
+
+
+async def prepare(tool: Tool) -> None:
+    """Await a tool's readiness step; a failure is logged and the call reports it.
+
+    Seed 001: readiness waits happen outside the gate, before any slot.
+    """
+    try:
+        await tool.prepare()
+    except Exception:
+        logger.exception("readiness step of %r failed; the call will report it", tool)
 
 
 async def invoke(
