@@ -23,6 +23,7 @@ import toolweave as tw
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 from toolweave.scheduling._batch import Batch
 from toolweave.scheduling._ceilings import Ceilings
+from toolweave.scheduling._leftovers import results_in_order
 from toolweave.scheduling._request import Request
 from toolweave.tools import _deadline
 from toolweave.tools._deadline import native_alarm
@@ -244,5 +245,5 @@ async def test_a_call_left_without_a_result_is_answered_as_an_internal_error() -
         Request(REG, runner_for(REG)), eager=False, selective=False
     )
     batch.submit(tw.ToolCall("q", "quick", {"key": "q"}))
-    (result,) = batch.collected()
+    (result,) = results_in_order(batch)
     assert result.synthetic and "internal error" in result.text

@@ -36,7 +36,6 @@ from functools import partial
 import anyio
 
 from ..messages import ToolCall, ToolResult
-from ..tools import Interrupt
 from ..tools._cancel import is_fatal
 from ..tools._deadline import DeadlineScope
 from ._call_record import CallRecord, CallScopes, CallState
@@ -44,6 +43,7 @@ from ._calls import (
     CLOSED,
     DISCARDED,
     INTERRUPTED,
+    cancellable,
     fatal_reason,
     fire_completed,
     fire_started,
@@ -52,11 +52,12 @@ from ._calls import (
 from ._config import ConcurrencyConfig
 from ._gate import CallPlan, classify, starts_early
 from ._host import Host
+from ._latch import Latch
 from ._modifiers import apply_modifiers
 from ._policies import new_planner
 from ._readiness import Readiness
 from ._request import Request
-from ._results import attach_results, fatal_raised, not_run, stopped_while_running
+from ._results import fatal_raised, not_run, stopped_while_running
 from ._slots import Slots
 from ._spawn import Spawner
 
@@ -114,8 +115,9 @@ class Batch:
         self._wake: anyio.Event | None = None
         self._admission: DeadlineScope | None = None
         self._dispatched = self._outstanding = self._answered = 0
-        self._settled: anyio.Event | None = None  # made only if someone waits
-        self._is_settled = self._admission_over = False
+        self.settled = Latch()
+        """Set once admission is over and every admitted call's task ended."""
+        self._admission_over = False
         self._sibling_failure: str | None = None
         self.final = False
         self.stop: str | None = None
@@ -341,17 +343,7 @@ class Batch:
 
     def _check_settled(self) -> None:
         if self._admission_over and self._outstanding == 0:
-            self._is_settled = True
-            if self._settled is not None:
-                self._settled.set()
-
-    async def wait_settled(self) -> None:
-        """Wait until admission is over and every admitted call finished."""
-        if self._is_settled:
-            return
-        if self._settled is None:
-            self._settled = anyio.Event()
-        await self._settled.wait()
+            self.settled.set()
 
     # -- stopping ------------------------------------------------------------------
 
@@ -359,7 +351,7 @@ class Batch:
         # Stop like a user interrupt: what may be cancelled is, the rest is answered.
         if self.fatal is None:
             self.fatal = exc
-            self.halt(fatal_reason(exc), cancel_running=_cancellable)
+            self.halt(fatal_reason(exc), cancel_running=cancellable)
 
     def halt(self, why: str, *, cancel_running: Callable[[CallPlan], bool]) -> None:
         """Stop admitting; cancel waiting calls and the running ones `cancel_running` picks."""
@@ -376,11 +368,11 @@ class Batch:
 
     def interrupt(self) -> None:
         """User interrupt: CANCEL calls stop, BLOCK calls run on, the rest never start."""
-        self.halt(INTERRUPTED, cancel_running=_cancellable)
+        self.halt(INTERRUPTED, cancel_running=cancellable)
 
     def discard(self) -> None:
         """Throw the attempt away: like an interrupt, but nothing will be harvested."""
-        self.halt(DISCARDED, cancel_running=_cancellable)
+        self.halt(DISCARDED, cancel_running=cancellable)
 
     def close(self) -> None:
         """The dispatcher is closing: admit nothing more; what is admitted runs on."""
@@ -402,28 +394,3 @@ class Batch:
     def touched(self) -> bool:
         """True once a call was admitted or answered: its events were emitted."""
         return self._dispatched > 0 or self._answered > 0
-
-    def harvest(self) -> list[ToolResult]:
-        """The results in call order; re-raises a tool's KeyboardInterrupt/SystemExit.
-
-        The fatal exception leaves with the results attached (`results_of`), so
-        the caller can record every answered call before it goes on.
-        """
-        results = self.collected()
-        if self.fatal is not None:
-            raise attach_results(self.fatal, results)
-        return results
-
-    def collected(self) -> list[ToolResult]:
-        """The results in call order; a call left without one is an internal error."""
-        return [
-            record.result
-            if record.result is not None
-            else not_run(record.call, "internal error")
-            for record in self.records
-        ]
-
-
-def _cancellable(plan: CallPlan) -> bool:
-    """A running call an interrupt (or a tool's fatal exception) cancels: CANCEL ones."""
-    return plan.interrupt is Interrupt.CANCEL

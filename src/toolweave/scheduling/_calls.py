@@ -6,10 +6,11 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ..messages import ToolCall, ToolResult
-from ..tools import Tool
+from ..tools import Interrupt, Tool
 from ..tools._cancel import cancelled_from_outside, is_cancellation
 from ..tools._deadline import DeadlineScope
 from ..tools._threads import abandoning_threads
+from ._gate import CallPlan
 from ._results import coerce_result, runner_failed, timed_out
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "Runner",
     "StartedListener",
     "at_ceiling",
+    "cancellable",
     "fatal_reason",
     "fault_result",
     "fire_completed",
@@ -68,6 +70,11 @@ def fire_completed(
         listener(call, result)
     except Exception:
         logger.exception("on_completed listener %r raised; ignored", listener)
+
+
+def cancellable(plan: CallPlan) -> bool:
+    """A running call an interrupt (or a tool's fatal exception) cancels: CANCEL ones."""
+    return plan.interrupt is Interrupt.CANCEL
 
 
 async def prepare(tool: Tool) -> None:

@@ -29,7 +29,7 @@ from ._config import ConcurrencyConfig
 from ._gate import warm
 from ._host import Host
 from ._interrupt import InterruptToken
-from ._leftovers import finish_batch
+from ._leftovers import finish_batch, harvest
 from ._request import Request
 from ._results import not_run
 from ._sequential import run_sequential
@@ -166,22 +166,26 @@ class Dispatcher:
         calls = list(calls)
         if not calls:
             return []
+        if interrupt is None or isinstance(interrupt, InterruptToken):
+            # the usual case: no watcher task, so no context manager either
+            request = Request(registry, runner, on_started, on_completed, interrupt)
+            return await self._dispatch(request, calls)
+        async with _as_token(interrupt) as token:
+            request = Request(registry, runner, on_started, on_completed, token)
+            return await self._dispatch(request, calls)
+
+    async def _dispatch(
+        self, request: Request, calls: list[ToolCall]
+    ) -> list[ToolResult]:
+        """`dispatch` once its request is made (a deferred stream's harvest too)."""
+        if not calls:
+            return []
+        registry = request.registry
         if registry.needs_warming:
             for call in calls:
                 tool = registry.get(call.name)
                 if tool is not None and tool.needs_warming:  # else nothing to await
                     await warm(call, registry)
-        if interrupt is None or isinstance(interrupt, InterruptToken):
-            # the usual case: no watcher task, so no context manager either
-            request = Request(registry, runner, on_started, on_completed, interrupt)
-            return await self._dispatch(calls, request)
-        async with _as_token(interrupt) as token:
-            request = Request(registry, runner, on_started, on_completed, token)
-            return await self._dispatch(calls, request)
-
-    async def _dispatch(
-        self, calls: list[ToolCall], request: Request
-    ) -> list[ToolResult]:
         if not self.config.enabled or self._closed:
             return await run_sequential(calls, request, config=self.config)
         if len(calls) == 1:
@@ -243,7 +247,7 @@ class Dispatcher:
             if unsubscribe:
                 unsubscribe()
             self._forget(batch)
-        return batch.harvest()
+        return harvest(batch)
 
     def _forget(self, batch: Batch) -> None:
         batch.release()
@@ -276,23 +280,10 @@ class Dispatcher:
         async with _as_token(interrupt) as token:
             request = Request(registry, runner, on_started, on_completed, token)
             if not self.config.enabled or self._closed:
-                yield ToolStream.deferred(partial(self._dispatch_later, request))
+                yield ToolStream.deferred(partial(self._dispatch, request))
                 return
             async with self._live_stream(request, audit_enforced) as stream:
                 yield stream
-
-    async def _dispatch_later(
-        self, request: Request, calls: list[ToolCall]
-    ) -> list[ToolResult]:
-        """A deferred stream's harvest: its calls dispatched as one response."""
-        return await self.dispatch(
-            calls,
-            request.registry,
-            request.runner,
-            request.on_started,
-            request.on_completed,
-            interrupt=request.interrupt,
-        )
 
     @asynccontextmanager
     async def _live_stream(

@@ -1,10 +1,11 @@
-"""After admission: answering the calls a batch never admitted.
+"""After admission: answering the calls a batch never admitted, and the harvest.
 
 Admission can end before every call started: an interrupt, a discarded stream,
 a tool's fatal exception, or a close. What is left is answered here, once
 every admitted call settled. A close that wins the race runs the rest on the
 dispatch's caller, one by one (seed 000 §3); everything else gets its
 synthetic 'not run' (or 'cancelled', for a call a forced close cut) result.
+Then `harvest` hands back one result per call, in call order.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from ..messages import ToolCall, ToolResult
 from ._batch import Batch
 from ._call_record import CallRecord, CallState
 from ._calls import CLOSED, fire_started
-from ._results import not_run, stopped_while_running
+from ._results import attach_results, not_run, stopped_while_running
 from ._sequential import run_sequential
 
-__all__ = ["finish_batch"]
+__all__ = ["finish_batch", "harvest", "results_in_order"]
 
 
 async def finish_batch(batch: Batch) -> None:
@@ -40,6 +41,28 @@ async def finish_batch(batch: Batch) -> None:
         for record in batch.records:
             if record.result is None:  # never admitted
                 batch.settle(record, not_run(record.call, record.why or why))
+
+
+def harvest(batch: Batch) -> list[ToolResult]:
+    """The results in call order; re-raises a tool's KeyboardInterrupt/SystemExit.
+
+    The fatal exception leaves with the results attached (`results_of`), so
+    the caller can record every answered call before it goes on.
+    """
+    results = results_in_order(batch)
+    if batch.fatal is not None:
+        raise attach_results(batch.fatal, results)
+    return results
+
+
+def results_in_order(batch: Batch) -> list[ToolResult]:
+    """The results in call order; a call left without one is an internal error."""
+    return [
+        record.result
+        if record.result is not None
+        else not_run(record.call, "internal error")
+        for record in batch.records
+    ]
 
 
 def _settle_cancelled(batch: Batch) -> None:

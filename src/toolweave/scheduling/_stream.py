@@ -9,7 +9,7 @@ from typing import final
 from .._exceptions import UsageError
 from ..messages import ToolCall, ToolResult
 from ._batch import Batch
-from ._leftovers import finish_batch
+from ._leftovers import finish_batch, harvest
 
 __all__ = ["Dispatch", "SettledCall", "ToolStream"]
 
@@ -137,7 +137,7 @@ class ToolStream:
             self.harvested = True
             return await self._dispatch(self._calls)
         self._batch.finish()
-        await self._batch.wait_settled()
+        await self._batch.settled.wait()
         await finish_batch(self._batch)
         self.harvested = True
-        return self._batch.harvest()
+        return harvest(self._batch)
