@@ -4,7 +4,7 @@ A figure is only worth comparing with another measured beside it: this runs
 the same bench script with each tree's ``src`` first on ``PYTHONPATH``, the
 trees alternating round by round (so a machine's load falls on all of them
 alike), and prints every output line once per tree, one under the other, each
-number the median over the rounds.
+as measured in the round nearest the median (`representative`).
 
 Run: python bench/compare_trees.py --tree before=/path/to/old --tree after=. \
          [--rounds 3] bench/bench_scheduling.py [-- its arguments]
@@ -37,24 +37,30 @@ def run(script: str, args: list[str], src: Path) -> list[str]:
     return done.stdout.splitlines()
 
 
-def medians(rounds: list[list[str]]) -> list[str]:
-    """Each line with every number the median of that number over the rounds."""
+def representative(rounds: list[list[str]]) -> list[str]:
+    """Each line as measured in the round nearest the medians of all its numbers.
+
+    One real line, not a median per number: its figures stay consistent with
+    each other (a ratio with its two times, a verdict with its ratio).
+    """
     out = []
     for lines in zip(*rounds, strict=False):
-        template = NUMBER.split(lines[0])
-        columns = [NUMBER.findall(line) for line in lines]
-        if any(len(c) != len(columns[0]) for c in columns):
-            out.append(lines[-1])  # the rounds disagree in shape: the last one
+        columns = [[float(x) for x in NUMBER.findall(line)] for line in lines]
+        if not columns[0] or any(len(c) != len(columns[0]) for c in columns):
+            out.append(lines[-1])
             continue
-        figures = [
-            statistics.median(float(c[i]) for c in columns)
-            for i in range(len(columns[0]))
+        middle = [
+            statistics.median(c[i] for c in columns) for i in range(len(columns[0]))
         ]
-        pieces = [template[0]]
-        for figure, text, rest in zip(figures, columns[0], template[1:], strict=True):
-            decimals = len(text.split(".")[1]) if "." in text else 0
-            pieces.append(f"{figure:.{decimals}f}{rest}")
-        out.append("".join(pieces))
+
+        def distance(figures: list[float], middle: list[float] = middle) -> float:
+            return sum(
+                abs(f - m) / (abs(m) or 1.0)
+                for f, m in zip(figures, middle, strict=True)
+            )
+
+        best = min(range(len(lines)), key=lambda r: distance(columns[r]))
+        out.append(lines[best])
     return out
 
 
@@ -75,9 +81,10 @@ def main() -> None:
         for name, src in trees.items():
             outputs[name].append(run(options.script, script_args, src))
     width = max(len(name) for name in trees)
-    per_tree = {name: medians(rounds) for name, rounds in outputs.items()}
+    per_tree = {name: representative(rounds) for name, rounds in outputs.items()}
     print(
-        f"{options.script} {' '.join(script_args)}, median of {options.rounds} rounds"
+        f"{options.script} {' '.join(script_args)}: per line, the round nearest"
+        f" the median of {options.rounds}"
     )
     for row in zip(*per_tree.values(), strict=False):
         for name, line in zip(per_tree, row, strict=True):

@@ -75,6 +75,7 @@ class Batch:
         request: What the dispatch runs with (registry, runner, listeners).
         config: The Dispatcher's configuration.
         records: One record per call submitted so far, in call order.
+        settled: Set once admission is over and every admitted call's task ended.
         final: True once `finish` was called: no more calls will come.
         stop: Why admission stopped early: interrupted, closed, or discarded.
         forced: True if running calls were cancelled because the dispatcher closed.
@@ -116,7 +117,6 @@ class Batch:
         self._admission: DeadlineScope | None = None
         self._dispatched = self._outstanding = self._answered = 0
         self.settled = Latch()
-        """Set once admission is over and every admitted call's task ended."""
         self._admission_over = False
         self._sibling_failure: str | None = None
         self.final = False
