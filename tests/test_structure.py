@@ -74,11 +74,13 @@ KNOWN_MANY_PARAMETERS = frozenset(
 KNOWN_LONG_MODULES = frozenset(
     {
         "cli/_app.py",
+        "cli/_session_run.py",
         "execution/_audit_ops.py",
         "execution/_hooks.py",
         "execution/_rules.py",
         "execution/_runner.py",
         "loop/_loop.py",
+        "sessions/_recorder.py",
         "sessions/_sqlite.py",
         "tools/_deadline.py",
         "tools/builtin/_bash_parse.py",
