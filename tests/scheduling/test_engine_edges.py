@@ -107,3 +107,33 @@ async def test_the_settled_latch_wakes_every_waiter_and_then_returns_at_once() -
         await latch.wait()  # set: no wait
     latch.set()  # idempotent
     assert latch.is_set
+
+
+async def test_a_lone_call_runs_its_readiness_step_first_and_outside_the_slot() -> None:
+    """One call takes the one-call path; its step runs before it takes a host slot."""
+    order: list[str] = []
+    dispatcher = Dispatcher(ConcurrencyConfig(max_concurrency=1))
+
+    class Cold(tw.tools.FunctionTool):
+        connected = False
+
+        @property
+        def needs_prepare(self) -> bool:
+            return not self.connected
+
+        async def prepare(self) -> None:
+            order.append(
+                f"prepare, slots in use {dispatcher.statistics().slots_in_use}"
+            )
+            self.connected = True
+
+    async def cold_body(key: str) -> str:
+        order.append(f"run {key}")
+        return f"cold:{key}"
+
+    cold = Cold(cold_body, name="cold", description="")
+    reg = tw.ToolRegistry([cold])
+    (result,) = await dispatcher.dispatch(calls(("cold", "x")), reg, runner_for(reg))
+    assert result.content == "cold:x" and not result.is_error
+    assert order == ["prepare, slots in use 0", "run x"]
+    assert dispatcher.statistics().slots_in_use == 0
