@@ -29,6 +29,10 @@ once), append the messages, repeat.
     once); the "no bytecode" row (PYTHONDONTWRITEBYTECODE=1 over an editable
     install, which compiles every toolweave module on every start) is shown
     beside it, not judged.
+(f) a fresh `tw.Agent` per request, as a web handler makes one: construct +
+    run, wall clock, with no tool call, over 200 one-call turns, and with 500
+    trivial calls in one turn. No target: a figure to compare across trees
+    (bench/compare_trees.py), each within 10 % of main's (issue 25).
 """
 
 from __future__ import annotations
@@ -281,6 +285,29 @@ async def section_d(reps: int) -> bool:
     )
 
 
+async def section_f(reps: int, n: int, rounds: int) -> bool:
+    print("(f) a fresh tw.Agent per request: construct + run (median, wall)")
+    rows = [
+        ("no tool call", lambda: [response([])], reps),
+        (f"{n} one-call turns", lambda: turns(n), rounds),
+        (
+            "500 trivial calls in one turn",
+            lambda: one_turn("add", [{"a": i, "b": 1} for i in range(500)]),
+            max(3, reps // 10),
+        ),
+    ]
+    for label, make_script, count in rows:
+        walls = []
+        for _ in range(count):
+            script = make_script()
+            gc.collect()
+            start = time.perf_counter()
+            await through_agent(agent_for(script))
+            walls.append(time.perf_counter() - start)
+        print(f"    {label:34s} {statistics.median(walls) * 1e3:10.3f} ms")
+    return True
+
+
 def child(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one fresh process."""
     start = time.perf_counter()
@@ -341,7 +368,7 @@ def main() -> int:
     )
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument(
-        "--only", default="abcde", help="the sections to run, e.g. --only ac"
+        "--only", default="abcdef", help="the sections to run, e.g. --only ac"
     )
     args = parser.parse_args()
 
@@ -355,6 +382,8 @@ def main() -> int:
             ok &= await section_c(max(3, args.reps // 10))
         if "d" in args.only:
             ok &= await section_d(max(3, args.reps // 20))
+        if "f" in args.only:
+            ok &= await section_f(args.reps, args.turns, args.rounds)
         return ok
 
     ok = anyio.run(cpu_bound)

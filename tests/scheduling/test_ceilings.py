@@ -23,6 +23,8 @@ import toolweave as tw
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 from toolweave.scheduling._batch import Batch
 from toolweave.scheduling._ceilings import Ceilings
+from toolweave.scheduling._leftovers import results_in_order
+from toolweave.scheduling._request import Request
 from toolweave.tools import _deadline
 from toolweave.tools._deadline import native_alarm
 
@@ -240,8 +242,8 @@ async def test_a_runner_that_raises_once_its_call_was_cut_is_answered_by_its_fau
 async def test_a_call_left_without_a_result_is_answered_as_an_internal_error() -> None:
     dispatcher = Dispatcher()
     batch = dispatcher._new_batch(
-        REG, runner_for(REG), None, None, eager=False, selective=False
+        Request(REG, runner_for(REG)), eager=False, selective=False
     )
     batch.submit(tw.ToolCall("q", "quick", {"key": "q"}))
-    (result,) = batch.collected()
+    (result,) = results_in_order(batch)
     assert result.synthetic and "internal error" in result.text

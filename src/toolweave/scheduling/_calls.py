@@ -6,9 +6,11 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ..messages import ToolCall, ToolResult
+from ..tools import Interrupt, Tool
 from ..tools._cancel import cancelled_from_outside, is_cancellation
 from ..tools._deadline import DeadlineScope
 from ..tools._threads import abandoning_threads
+from ._gate import CallPlan
 from ._results import coerce_result, runner_failed, timed_out
 
 __all__ = [
@@ -19,12 +21,14 @@ __all__ = [
     "Runner",
     "StartedListener",
     "at_ceiling",
+    "cancellable",
     "fatal_reason",
     "fault_result",
     "fire_completed",
     "fire_started",
     "guarded",
     "invoke",
+    "prepare",
 ]
 
 logger = logging.getLogger("toolweave.scheduling")
@@ -66,6 +70,22 @@ def fire_completed(
         listener(call, result)
     except Exception:
         logger.exception("on_completed listener %r raised; ignored", listener)
+
+
+def cancellable(plan: CallPlan) -> bool:
+    """A running call an interrupt (or a tool's fatal exception) cancels: CANCEL ones."""
+    return plan.interrupt is Interrupt.CANCEL
+
+
+async def prepare(tool: Tool) -> None:
+    """Await a tool's readiness step; a failure is logged and the call reports it.
+
+    Seed 001: readiness waits happen outside the gate, before any slot.
+    """
+    try:
+        await tool.prepare()
+    except Exception:
+        logger.exception("readiness step of %r failed; the call will report it", tool)
 
 
 async def invoke(

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from typing import final
 
 import anyio
@@ -14,24 +15,24 @@ from ..messages import ToolCall, ToolResult
 from ..tools import ToolRegistry
 from ..tools._cancel import sole_fatal
 from ..tools._deadline import DeadlineScope
-from ..tools._threads import WorkerThreads, abandoning_threads, worker_threads
-from ._batch import (
-    CLOSED,
+from ..tools._threads import abandoning_threads, worker_threads
+from ._batch import Batch
+from ._calls import (
     INTERRUPTED,
-    Batch,
     CompletedListener,
     Runner,
     StartedListener,
     fire_completed,
-    fire_started,
+    prepare,
 )
 from ._config import ConcurrencyConfig
 from ._gate import warm
+from ._host import Host
 from ._interrupt import InterruptToken
-from ._policies import new_planner
-from ._results import not_run, stopped_while_running
-from ._sequential import prepare, run_sequential
-from ._slots import Slots
+from ._leftovers import finish_batch, harvest
+from ._request import Request
+from ._results import not_run
+from ._sequential import run_sequential
 from ._spawn import open_spawner
 from ._stream import ToolStream
 
@@ -64,46 +65,6 @@ class DispatcherStatistics:
     """Worker threads abandoned since the Dispatcher was created."""
 
 
-class _Host:
-    """The resources every batch on one Dispatcher shares: the host cap and threads."""
-
-    def __init__(self, max_concurrency: int) -> None:
-        self.slots = Slots(max_concurrency)
-        self.threads = WorkerThreads(max_concurrency)
-        self.running = 0
-        self.waiting = 0
-
-    async def acquire(self, batch: Slots) -> None:
-        """Take a batch slot, then a host slot.
-
-        Batch first: a batch at its own cap must not hold a host slot idle while
-        it waits. A checkpoint only when a slot is not free at once.
-        """
-        if not batch.try_take():
-            await batch.take()
-        try:
-            if not self.slots.try_take():
-                await self.slots.take()
-        except BaseException:
-            batch.give()
-            raise
-
-    async def acquire_host(self, interrupt: InterruptToken | None) -> bool:
-        """Take a host slot; False if `interrupt` was set first. Always a checkpoint."""
-        if interrupt is None:
-            await self.slots.take()
-            return True
-        if interrupt.is_set():
-            return False
-        with anyio.CancelScope() as scope:
-            unsubscribe = interrupt.subscribe(scope.cancel)
-            try:
-                await self.slots.take()
-            finally:
-                unsubscribe()
-        return not scope.cancelled_caught
-
-
 @final
 class Dispatcher:
     """Runs the tool calls of one model response: safe ones together, the rest in order.
@@ -125,7 +86,7 @@ class Dispatcher:
     def __init__(self, config: ConcurrencyConfig | None = None) -> None:
         self.config = config or ConcurrencyConfig()
         """The configuration (fixed for the Dispatcher's life)."""
-        self._host: _Host | None = None
+        self._host: Host | None = None
         self._batches: set[Batch] = set()
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -141,9 +102,9 @@ class Dispatcher:
         """True once `aclose` began; later dispatches run sequentially on the caller."""
         return self._closed
 
-    def _get_host(self) -> _Host:
+    def _get_host(self) -> Host:
         if self._host is None:
-            self._host = _Host(self.config.max_concurrency)
+            self._host = Host(self.config.max_concurrency)
         return self._host
 
     def statistics(self) -> DispatcherStatistics:
@@ -162,10 +123,7 @@ class Dispatcher:
 
     def _new_batch(
         self,
-        registry: ToolRegistry,
-        runner: Runner,
-        on_started: StartedListener | None,
-        on_completed: CompletedListener | None,
+        request: Request,
         *,
         eager: bool,
         selective: bool,
@@ -173,12 +131,8 @@ class Dispatcher:
     ) -> Batch:
         return Batch(
             self._get_host(),
-            registry,
-            runner,
-            new_planner(self.config.policy),
-            on_started=on_started,
-            on_completed=on_completed,
-            config=self.config,
+            request,
+            self.config,
             eager=eager,
             selective=selective,
             audit_enforced=audit_enforced,
@@ -212,63 +166,36 @@ class Dispatcher:
         calls = list(calls)
         if not calls:
             return []
+        if interrupt is None or isinstance(interrupt, InterruptToken):
+            # the usual case: no watcher task, so no context manager either
+            request = Request(registry, runner, on_started, on_completed, interrupt)
+            return await self._dispatch(request, calls)
+        async with _as_token(interrupt) as token:
+            request = Request(registry, runner, on_started, on_completed, token)
+            return await self._dispatch(request, calls)
+
+    async def _dispatch(
+        self, request: Request, calls: list[ToolCall]
+    ) -> list[ToolResult]:
+        """`dispatch` once its request is made (a deferred stream's harvest too)."""
+        if not calls:
+            return []
+        registry = request.registry
         if registry.needs_warming:
             for call in calls:
                 tool = registry.get(call.name)
                 if tool is not None and tool.needs_warming:  # else nothing to await
                     await warm(call, registry)
-        if interrupt is None or isinstance(interrupt, InterruptToken):
-            # the usual case: no watcher task, so no context manager either
-            return await self._dispatch(
-                calls, registry, runner, on_started, on_completed, interrupt
-            )
-        async with _as_token(interrupt) as token:
-            return await self._dispatch(
-                calls, registry, runner, on_started, on_completed, token
-            )
-
-    async def _dispatch(
-        self,
-        calls: list[ToolCall],
-        registry: ToolRegistry,
-        runner: Runner,
-        on_started: StartedListener | None,
-        on_completed: CompletedListener | None,
-        token: InterruptToken | None,
-    ) -> list[ToolResult]:
         if not self.config.enabled or self._closed:
-            return await run_sequential(
-                calls,
-                registry,
-                runner,
-                on_started,
-                on_completed,
-                token,
-                config=self.config,
-            )
+            return await run_sequential(calls, request, config=self.config)
         if len(calls) == 1:
-            return await self._run_single(
-                calls[0], registry, runner, on_started, on_completed, token
-            )
+            return await self._run_single(calls[0], request)
         batch = self._new_batch(
-            registry,
-            runner,
-            on_started,
-            on_completed,
-            eager=False,
-            selective=token is not None,
+            request, eager=False, selective=request.interrupt is not None
         )
-        return await self._run_batch(batch, calls, registry, runner, token)
+        return await self._run_batch(batch, calls)
 
-    async def _run_single(
-        self,
-        call: ToolCall,
-        registry: ToolRegistry,
-        runner: Runner,
-        on_started: StartedListener | None,
-        on_completed: CompletedListener | None,
-        token: InterruptToken | None,
-    ) -> list[ToolResult]:
+    async def _run_single(self, call: ToolCall, request: Request) -> list[ToolResult]:
         """A one-call batch: the plain path, but under a host slot like any call.
 
         88 % of real responses carry one call; without a slot, sessions sharing
@@ -276,45 +203,32 @@ class Dispatcher:
         readiness step runs before the slot; an interrupt stops the slot wait.
         """
         host = self._get_host()
-        tool = registry.get(call.name)
+        tool = request.registry.get(call.name)
         if tool is not None and tool.needs_prepare:
             await prepare(tool)
         host.waiting += 1
         try:
-            got = await host.acquire_host(token)
+            got = await host.acquire_host(request.interrupt)
         finally:
             host.waiting -= 1
         if not got:
             result = not_run(call, INTERRUPTED)
-            fire_completed(on_completed, call, result)
+            fire_completed(request.on_completed, call, result)
             return [result]
         host.running += 1
         reset = worker_threads.set(host.threads)
         try:
             return await run_sequential(
-                [call],
-                registry,
-                runner,
-                on_started,
-                on_completed,
-                token,
-                config=self.config,
-                prepared=True,
+                [call], request, config=self.config, prepared=True
             )
         finally:
             worker_threads.reset(reset)
             host.running -= 1
             host.slots.give()
 
-    async def _run_batch(
-        self,
-        batch: Batch,
-        calls: list[ToolCall],
-        registry: ToolRegistry,
-        runner: Runner,
-        token: InterruptToken | None,
-    ) -> list[ToolResult]:
+    async def _run_batch(self, batch: Batch, calls: list[ToolCall]) -> list[ToolResult]:
         self._batches.add(batch)
+        token = batch.request.interrupt
         unsubscribe = token.subscribe(batch.interrupt) if token else None
         reset = worker_threads.set(self._get_host().threads)
         try:
@@ -327,67 +241,13 @@ class Dispatcher:
                     batch.finish()
                     await batch.admit_all()
             batch.scope = None
-            await self._finish_batch(batch, registry, runner, token)
+            await finish_batch(batch)
         finally:
             worker_threads.reset(reset)
             if unsubscribe:
                 unsubscribe()
             self._forget(batch)
-        return batch.harvest()
-
-    async def _finish_batch(
-        self,
-        batch: Batch,
-        registry: ToolRegistry,
-        runner: Runner,
-        token: InterruptToken | None,
-    ) -> None:
-        """Settle the calls admission never reached.
-
-        Context modifiers were applied as each call finished (issue 13, item 4);
-        calls run here on the caller apply theirs the same way.
-        """
-        if batch.stop == CLOSED and not batch.forced:
-            # seed 000 §3: a close that wins the race runs the rest on the caller.
-            for index in batch.pending_indices():
-                await self._run_on_caller(batch, index, registry, runner, token)
-        elif not batch.all_answered:
-            batch.settle_cancelled()
-            batch.settle_unadmitted(batch.stop or "internal error")
-
-    async def _run_on_caller(
-        self,
-        batch: Batch,
-        index: int,
-        registry: ToolRegistry,
-        runner: Runner,
-        token: InterruptToken | None,
-    ) -> None:
-        call = batch.calls[index]
-        if batch.forced:
-            batch.complete_externally(index, not_run(call, CLOSED))
-            return
-        started: list[ToolCall] = []
-
-        def on_started(started_call: ToolCall) -> None:
-            started.append(started_call)
-            fire_started(batch.on_started, started_call)
-
-        results: list[ToolResult] = []
-        with anyio.CancelScope() as batch.fallback_scope:
-            results = await run_sequential(
-                [call], registry, runner, on_started, None, token, config=self.config
-            )
-        batch.fallback_scope = None
-        if results:
-            result = results[0]
-        else:  # a forced close cancelled it
-            result = (
-                stopped_while_running(call, CLOSED)
-                if started
-                else not_run(call, CLOSED)
-            )
-        batch.complete_externally(index, result, ran=bool(started))
+        return harvest(batch)
 
     def _forget(self, batch: Batch) -> None:
         batch.release()
@@ -418,41 +278,46 @@ class Dispatcher:
         the block without `harvest()` discards the attempt (`ToolStream.discard`).
         """
         async with _as_token(interrupt) as token:
+            request = Request(registry, runner, on_started, on_completed, token)
             if not self.config.enabled or self._closed:
-                yield ToolStream.deferred(
-                    self, registry, runner, on_started, on_completed, token
-                )
+                yield ToolStream.deferred(partial(self._dispatch, request))
                 return
-            batch = self._new_batch(
-                registry,
-                runner,
-                on_started,
-                on_completed,
-                eager=self.config.streaming_overlap,
-                selective=True,
-                audit_enforced=audit_enforced,
-            )
-            self._batches.add(batch)
-            unsubscribe = token.subscribe(batch.interrupt) if token else None
-            reset = worker_threads.set(self._get_host().threads)
-            stream = ToolStream.live(self, batch, registry, runner, token)
-            try:
-                with self._zone():
-                    async with _unwrapping(batch), open_spawner() as tg:
-                        batch.attach(tg)
-                        tg.start_soon(batch.admit_all)
-                        try:
-                            yield stream
-                        finally:
-                            if not stream.harvested:
-                                stream.discard()
-            finally:
-                worker_threads.reset(reset)
-                if unsubscribe:
-                    unsubscribe()
-                self._forget(batch)
-            if batch.fatal is not None and not stream.harvested:
-                raise batch.fatal  # a discarded attempt's tool raised it
+            async with self._live_stream(request, audit_enforced) as stream:
+                yield stream
+
+    @asynccontextmanager
+    async def _live_stream(
+        self, request: Request, audit_enforced: bool
+    ) -> AsyncIterator[ToolStream]:
+        """A stream whose calls start as they arrive (and as `starts_early` allows)."""
+        batch = self._new_batch(
+            request,
+            eager=self.config.streaming_overlap,
+            selective=True,
+            audit_enforced=audit_enforced,
+        )
+        self._batches.add(batch)
+        token = request.interrupt
+        unsubscribe = token.subscribe(batch.interrupt) if token else None
+        reset = worker_threads.set(self._get_host().threads)
+        stream = ToolStream.live(batch)
+        try:
+            with self._zone():
+                async with _unwrapping(batch), open_spawner() as tg:
+                    batch.attach(tg)
+                    tg.start_soon(batch.admit_all)
+                    try:
+                        yield stream
+                    finally:
+                        if not stream.harvested:
+                            stream.discard()
+        finally:
+            worker_threads.reset(reset)
+            if unsubscribe:
+                unsubscribe()
+            self._forget(batch)
+        if batch.fatal is not None and not stream.harvested:
+            raise batch.fatal  # a discarded attempt's tool raised it
 
     def _zone(self) -> AbstractContextManager[object]:
         """Where a batch's calls run: with a ceiling, a cancelled worker thread is abandoned.

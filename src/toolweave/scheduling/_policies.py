@@ -26,14 +26,24 @@ write-preferring FIFO gate are the same waits).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator
 from typing import Protocol
 
 from ..tools import keys_overlap
 from ._config import PolicyName
 from ._gate import CallPlan
 
-__all__ = ["Planner", "new_planner"]
+__all__ = ["Planner", "Plans", "new_planner"]
+
+
+class Plans(Protocol):
+    """The batch's plans so far, in call order (a list will do)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> CallPlan: ...
+
+    def __iter__(self) -> Iterator[CallPlan]: ...
 
 
 class Planner(Protocol):
@@ -42,7 +52,7 @@ class Planner(Protocol):
     incremental: bool
     """True if `deps(i)` can be known before the batch is complete."""
 
-    def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
+    def deps(self, index: int, plans: Plans) -> tuple[int, ...]:
         """Earlier calls that must finish before call `index` starts.
 
         Called once per call, in call order. A non-incremental planner is only
@@ -58,7 +68,7 @@ class _AllOrNothing:
         self._parallel: bool | None = None
         self._last = -1
 
-    def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
+    def deps(self, index: int, plans: Plans) -> tuple[int, ...]:
         if self._parallel is None:
             self._parallel = all(p.parallel_ok for p in plans)
         if self._parallel or plans[index].runs_nothing:
@@ -76,7 +86,7 @@ class _SharedExclusive:
         self._last_exclusive = -1
         self._shared_since: list[int] = []
 
-    def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
+    def deps(self, index: int, plans: Plans) -> tuple[int, ...]:
         last = self._last_exclusive
         if plans[index].runs_nothing:
             return ()
@@ -98,7 +108,7 @@ class _Conflict:
         self._reads: list[tuple[int, str]] = []
         self._writes: list[tuple[int, str]] = []
 
-    def deps(self, index: int, plans: Sequence[CallPlan]) -> tuple[int, ...]:
+    def deps(self, index: int, plans: Plans) -> tuple[int, ...]:
         access = plans[index].access
         if not access.writes:
             if not access.reads:

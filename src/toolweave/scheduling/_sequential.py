@@ -12,38 +12,34 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 
 from ..messages import ToolCall, ToolResult
-from ..tools import Interrupt, Tool, ToolRegistry
+from ..tools import Interrupt
 from ..tools._cancel import is_fatal
 from ..tools._deadline import DeadlineScope
 from ..tools._threads import abandoning_threads
-from ._batch import (
+from ._calls import (
     INTERRUPTED,
-    CompletedListener,
     Runner,
-    StartedListener,
+    at_ceiling,
     fatal_reason,
     fire_completed,
     fire_started,
     invoke,
+    prepare,
 )
-from ._calls import at_ceiling
 from ._config import ConcurrencyConfig
 from ._interrupt import InterruptToken
 from ._modifiers import apply_modifiers
+from ._request import Request
 from ._results import attach_results, fatal_raised, not_run, stopped_while_running
 
-__all__ = ["prepare", "run_sequential"]
+__all__ = ["run_sequential"]
 
 logger = logging.getLogger("toolweave.scheduling")
 
 
 async def run_sequential(
     calls: Sequence[ToolCall],
-    registry: ToolRegistry,
-    runner: Runner,
-    on_started: StartedListener | None,
-    on_completed: CompletedListener | None,
-    interrupt: InterruptToken | None,
+    request: Request,
     *,
     config: ConcurrencyConfig,
     prepared: bool = False,
@@ -56,24 +52,22 @@ async def run_sequential(
     results: list[ToolResult] = []
     sibling_failure: str | None = None
     fatal: BaseException | None = None
+    interrupt = request.interrupt
     for call in calls:
-        tool = registry.get(call.name)
+        tool = request.registry.get(call.name)
         declares_abort = tool is not None and tool.abort_siblings_on_error
-        if fatal is not None:
-            result = not_run(call, fatal_reason(fatal))
-        elif interrupt is not None and interrupt.is_set():
-            result = not_run(call, INTERRUPTED)
-        elif sibling_failure is not None and declares_abort:
-            result = not_run(call, sibling_failure)
+        why = _why_not(fatal, interrupt, sibling_failure if declares_abort else None)
+        if why is not None:
+            result = not_run(call, why)
         else:
             if tool is not None and tool.needs_prepare and not prepared:
                 await prepare(tool)
-            fire_started(on_started, call)
+            fire_started(request.on_started, call)
             cancellable = tool is None or tool.interrupt is Interrupt.CANCEL
             try:
                 result = await _run_one(
                     call,
-                    runner,
+                    request.runner,
                     interrupt if cancellable else None,
                     config.ceiling_for(tool.timeout if tool else None),
                 )
@@ -83,7 +77,7 @@ async def run_sequential(
                 fatal, result = exc, fatal_raised(call, exc)
             if result.is_error and not result.synthetic and declares_abort:
                 sibling_failure = f"sibling {call.name} failed"
-        fire_completed(on_completed, call, result)
+        fire_completed(request.on_completed, call, result)
         apply_modifiers([result])
         results.append(result)
     if fatal is not None:
@@ -91,12 +85,21 @@ async def run_sequential(
     return results
 
 
-async def prepare(tool: Tool) -> None:
-    """Await a tool's readiness step; a failure is logged and the call reports it."""
-    try:
-        await tool.prepare()
-    except Exception:
-        logger.exception("readiness step of %r failed; the call will report it", tool)
+def _why_not(
+    fatal: BaseException | None,
+    interrupt: InterruptToken | None,
+    sibling_failure: str | None,
+) -> str | None:
+    """Why the next call must not run, or None if it may.
+
+    A tool's fatal exception, an interrupt, or a failed sibling the call opted
+    to abort with (`sibling_failure` is None if it did not opt in).
+    """
+    if fatal is not None:
+        return fatal_reason(fatal)
+    if interrupt is not None and interrupt.is_set():
+        return INTERRUPTED
+    return sibling_failure
 
 
 async def _run_one(

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, final
+from typing import final
 
 from .._exceptions import UsageError
 from ..messages import ToolCall, ToolResult
-from ..tools import ToolRegistry
-from ._batch import Batch, CompletedListener, Runner, StartedListener
-from ._interrupt import InterruptToken
+from ._batch import Batch
+from ._leftovers import finish_batch, harvest
 
-if TYPE_CHECKING:
-    from ._dispatcher import Dispatcher
+__all__ = ["Dispatch", "SettledCall", "ToolStream"]
 
-__all__ = ["SettledCall", "ToolStream"]
+Dispatch = Callable[[list[ToolCall]], Awaitable[list[ToolResult]]]
+"""How a deferred stream's calls are run at `harvest`: as one dispatch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,24 +51,9 @@ class ToolStream:
     called from the event loop's thread; none of them blocks.
     """
 
-    def __init__(
-        self,
-        dispatcher: Dispatcher,
-        registry: ToolRegistry,
-        runner: Runner,
-        token: InterruptToken | None,
-        *,
-        batch: Batch | None,
-        on_started: StartedListener | None = None,
-        on_completed: CompletedListener | None = None,
-    ) -> None:
-        self._dispatcher = dispatcher
-        self._registry = registry
-        self._runner = runner
-        self._token = token
+    def __init__(self, batch: Batch | None, dispatch: Dispatch | None) -> None:
         self._batch = batch
-        self._on_started = on_started
-        self._on_completed = on_completed
+        self._dispatch = dispatch
         self._calls: list[ToolCall] = []
         self.harvested = False
         """True once `harvest` returned."""
@@ -76,37 +61,14 @@ class ToolStream:
         """True once `discard` was called."""
 
     @classmethod
-    def live(
-        cls,
-        dispatcher: Dispatcher,
-        batch: Batch,
-        registry: ToolRegistry,
-        runner: Runner,
-        token: InterruptToken | None,
-    ) -> ToolStream:
-        """A stream whose SAFE calls start as they arrive."""
-        return cls(dispatcher, registry, runner, token, batch=batch)
+    def live(cls, batch: Batch) -> ToolStream:
+        """A stream whose SAFE calls start as they arrive, in `batch`."""
+        return cls(batch, None)
 
     @classmethod
-    def deferred(
-        cls,
-        dispatcher: Dispatcher,
-        registry: ToolRegistry,
-        runner: Runner,
-        on_started: StartedListener | None,
-        on_completed: CompletedListener | None,
-        token: InterruptToken | None,
-    ) -> ToolStream:
-        """A stream that only collects calls and dispatches them at `harvest`."""
-        return cls(
-            dispatcher,
-            registry,
-            runner,
-            token,
-            batch=None,
-            on_started=on_started,
-            on_completed=on_completed,
-        )
+    def deferred(cls, dispatch: Dispatch) -> ToolStream:
+        """A stream that only collects calls and hands them to `dispatch` at `harvest`."""
+        return cls(None, dispatch)
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -157,11 +119,9 @@ class ToolStream:
         if batch is None:
             return []
         return [
-            SettledCall(call, result, batch.ran(index))
-            for index, (call, result) in enumerate(
-                zip(batch.calls, batch.results, strict=True)
-            )
-            if result is not None
+            SettledCall(record.call, record.result, record.ran)
+            for record in batch.records
+            if record.result is not None
         ]
 
     async def harvest(self) -> list[ToolResult]:
@@ -173,19 +133,11 @@ class ToolStream:
         if self.discarded or self.harvested:
             raise UsageError("harvest() of a discarded or already harvested stream")
         if self._batch is None:
+            assert self._dispatch is not None
             self.harvested = True
-            return await self._dispatcher.dispatch(
-                self._calls,
-                self._registry,
-                self._runner,
-                self._on_started,
-                self._on_completed,
-                interrupt=self._token,
-            )
+            return await self._dispatch(self._calls)
         self._batch.finish()
-        await self._batch.wait_settled()
-        await self._dispatcher._finish_batch(
-            self._batch, self._registry, self._runner, self._token
-        )
+        await self._batch.settled.wait()
+        await finish_batch(self._batch)
         self.harvested = True
-        return self._batch.harvest()
+        return harvest(self._batch)

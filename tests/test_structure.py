@@ -1,0 +1,410 @@
+"""The shape of the code, as checks: what issue 25 made simple stays simple.
+
+Each limit below is a line the code must not cross again. `scheduling/` meets
+them all but one (it still reads `tools/` private primitives, until they move
+to the bottom-layer package); for the rest of `src/` each check is a ratchet:
+today's offenders are listed by name, a new one fails, and so does a listed
+one that no longer offends (delete its entry: the lists only shrink).
+
+They read the source with `ast` (and the import graph with grimp, which
+import-linter brings), so they run in seconds.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import grimp
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "toolweave"
+LAYERS = frozenset(
+    {
+        "cli",
+        "cluster",
+        "execution",
+        "integrations",
+        "loop",
+        "models",
+        "scheduling",
+        "sessions",
+        "testing",
+        "tools",
+    }
+)
+BOTTOM = "_native"
+"""The one private bottom-layer package any layer may import from (issue 25 item 3)."""
+
+MAX_PARAMETERS = 8
+MAX_CORE_FUNCTION_LINES = 50
+MAX_MODULE_LINES = 400
+MAX_BATCH_LINES = 350
+CORE = ("scheduling", "execution")
+"""The layers whose functions must stay short."""
+
+# -- today's offenders outside scheduling/ (the lists only shrink) ------------
+
+KNOWN_LONG_FUNCTIONS = frozenset(
+    {
+        "execution/_runner.py ToolRunner.__call__",
+        "execution/_runner.py ToolRunner._succeeded",
+    }
+)
+KNOWN_MANY_PARAMETERS = frozenset(
+    {
+        "cli/_app.py _options",
+        "cluster/_batch.py run_batch",
+        "cluster/_command.py make_batch_command.batch",
+        "execution/_runner.py ToolRunner.__init__",
+        "integrations/_foreign.py ForeignScheduler.__init__",
+        "loop/_subagent.py subagent",
+        "loop/_subagent.py SubAgentTool.__init__",
+        "loop/_tool_batch.py ToolBatcher.__init__",
+        "models/_anthropic.py AnthropicModel.__init__",
+        "models/_openai_chat.py OpenAIChatModel.__init__",
+        "models/_openai_responses.py OpenAIResponsesModel.__init__",
+        "tools/_function.py tool",
+        "tools/_tool.py Tool.__init__",
+        "tools/builtin/_bash_options.py spec",
+    }
+)
+KNOWN_LONG_MODULES = frozenset(
+    {
+        "cli/_app.py",
+        "cli/_session_run.py",
+        "execution/_audit_ops.py",
+        "execution/_hooks.py",
+        "execution/_rules.py",
+        "execution/_runner.py",
+        "loop/_loop.py",
+        "sessions/_recorder.py",
+        "sessions/_sqlite.py",
+        "tools/_deadline.py",
+        "tools/builtin/_bash_parse.py",
+        "tools/builtin/_bash_rules.py",
+        "tools/builtin/_read.py",
+        "tools/mcp/_server.py",
+    }
+)
+KNOWN_PRIVATE_IMPORTS = frozenset(
+    {
+        "execution/_audit.py imports tools._threads",
+        "execution/_audit_hook.py imports tools._declaration_errors",
+        "execution/_audit_hook.py imports tools._threads",
+        "execution/_execute.py imports tools._cancel",
+        "execution/_execute.py imports tools._deadline",
+        "execution/_execute.py imports tools._threads",
+        "integrations/_declaration.py imports tools._tool",
+        "integrations/_foreign.py imports execution._audit",
+        "integrations/_foreign.py imports execution._execute",
+        "integrations/_foreign.py imports execution._output",
+        "integrations/_foreign.py imports scheduling._calls",
+        "loop/_config.py imports execution._audit",
+        "loop/_model_call.py imports execution._output",
+        "loop/_run.py imports tools._cancel",
+        "loop/_subagent.py imports execution._audit",
+        # scheduling's own: the backend primitives, until item 3 moves them
+        "scheduling/_batch.py imports tools._cancel",
+        "scheduling/_batch.py imports tools._deadline",
+        "scheduling/_call_record.py imports tools._deadline",
+        "scheduling/_calls.py imports tools._cancel",
+        "scheduling/_calls.py imports tools._deadline",
+        "scheduling/_calls.py imports tools._threads",
+        "scheduling/_ceilings.py imports tools._deadline",
+        "scheduling/_dispatcher.py imports tools._cancel",
+        "scheduling/_dispatcher.py imports tools._deadline",
+        "scheduling/_dispatcher.py imports tools._threads",
+        "scheduling/_host.py imports tools._threads",
+        "scheduling/_sequential.py imports tools._cancel",
+        "scheduling/_sequential.py imports tools._deadline",
+        "scheduling/_sequential.py imports tools._threads",
+        "scheduling/_slots.py imports tools._deadline",
+        "scheduling/_spawn.py imports tools._deadline",
+    }
+)
+KNOWN_IMPORT_CIRCLES = frozenset(
+    {
+        frozenset(
+            {
+                "toolweave.loop._discarded",
+                "toolweave.loop._endings",
+                "toolweave.loop._loop",
+                "toolweave.loop._shrink",
+            }
+        ),
+    }
+)
+
+# -- reading the source ---------------------------------------------------------
+
+
+@cache
+def _modules() -> tuple[tuple[str, ast.Module, int], ...]:
+    """Every module of the package: its path under src/toolweave, its tree, its lines."""
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        text = path.read_text()
+        out.append(
+            (path.relative_to(SRC).as_posix(), ast.parse(text), len(text.splitlines()))
+        )
+    return tuple(out)
+
+
+def _layer(rel: str) -> str | None:
+    parts = rel.split("/")
+    return parts[0] if len(parts) > 1 else None
+
+
+def _functions(
+    tree: ast.AST, prefix: str = ""
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Each function with its qualified name (``Class.method``, ``outer.inner``)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield prefix + node.name, node
+            yield from _functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.ClassDef):
+            yield from _functions(node, f"{prefix}{node.name}.")
+        else:
+            yield from _functions(node, prefix)
+
+
+def _length(node: ast.stmt) -> int:
+    return (node.end_lineno or node.lineno) - node.lineno + 1
+
+
+def _is_typer_command(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    for decorator in node.decorator_list:
+        func = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(func, ast.Attribute) and func.attr in {"command", "callback"}:
+            return True
+    return False
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    args = node.args
+    named = (*args.posonlyargs, *args.args, *args.kwonlyargs)
+    return sum(a.arg not in {"self", "cls"} for a in named)
+
+
+def _imported(rel: str, node: ast.ImportFrom | ast.Import) -> list[list[str]]:
+    """The toolweave modules (as parts under toolweave) an import names."""
+    if isinstance(node, ast.Import):
+        names = [alias.name.split(".") for alias in node.names]
+        return [n[1:] for n in names if n[:1] == ["toolweave"]]
+    package = rel.split("/")[:-1]
+    if node.level == 0:
+        module = (node.module or "").split(".")
+        if module[:1] != ["toolweave"]:
+            return []
+        base = module[1:]
+    else:
+        base = package[: len(package) - (node.level - 1)]
+        base += node.module.split(".") if node.module else []
+    # `from ..tools import _cancel` names the private module as an alias
+    return [base] + [[*base, alias.name] for alias in node.names]
+
+
+def _private_imports() -> set[str]:
+    found = set()
+    for rel, tree, _lines in _modules():
+        own = _layer(rel)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom | ast.Import):
+                continue
+            for target in _imported(rel, node):
+                if not target or target[0] not in LAYERS or target[0] == own:
+                    continue
+                if any(part.startswith("_") for part in target[1:]):
+                    found.add(f"{rel} imports {'.'.join(target[:2])}")
+    return found
+
+
+def _long_functions() -> set[str]:
+    return {
+        f"{rel} {name}"
+        for rel, tree, _lines in _modules()
+        if _layer(rel) in CORE
+        for name, node in _functions(tree)
+        if _length(node) > MAX_CORE_FUNCTION_LINES
+    }
+
+
+def _many_parameters() -> set[str]:
+    return {
+        f"{rel} {name}"
+        for rel, tree, _lines in _modules()
+        for name, node in _functions(tree)
+        if _parameters(node) > MAX_PARAMETERS and not _is_typer_command(node)
+    }
+
+
+def _long_modules() -> set[str]:
+    return {rel for rel, _tree, lines in _modules() if lines > MAX_MODULE_LINES}
+
+
+def _import_circles() -> set[frozenset[str]]:
+    """The strongly connected sets of modules (TYPE_CHECKING imports count)."""
+    graph = grimp.build_graph("toolweave", cache_dir=None)
+    edges = {
+        m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules
+    }
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: set[frozenset[str]] = set()
+    for root in sorted(edges):  # Tarjan's algorithm, iteratively
+        if root in order:
+            continue
+        work = [(root, iter(edges[root]))]
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, children = work[-1]
+            for child in children:
+                if child not in order:
+                    order[child] = low[child] = len(order)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges[child])))
+                    break
+                if child in on_stack:
+                    low[module] = min(low[module], order[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[module])
+                if low[module] == order[module]:
+                    members = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        members.add(member)
+                        if member == module:
+                            break
+                    if len(members) > 1:
+                        circles.add(frozenset(members))
+    return circles
+
+
+def _ratchet(found: set[str], known: frozenset[str], what: str) -> None:
+    new = sorted(found - known)
+    fixed = sorted(known - found)
+    assert not new, f"new {what} (the limit is the project's): {new}"
+    assert not fixed, f"no longer {what}: delete from the known list: {fixed}"
+
+
+# -- scheduling/: the limits, met ------------------------------------------------
+
+
+def test_scheduling_functions_are_short() -> None:
+    assert {f for f in _long_functions() if f.startswith("scheduling/")} == set()
+
+
+def test_scheduling_functions_take_at_most_eight_parameters() -> None:
+    assert {f for f in _many_parameters() if f.startswith("scheduling/")} == set()
+
+
+def test_scheduling_modules_stay_under_the_module_limit() -> None:
+    assert {m for m in _long_modules() if m.startswith("scheduling/")} == set()
+
+
+def test_the_batch_engine_stays_small() -> None:
+    """`Batch`, the class, within its bound (issue 25: it was 684 lines of parallel lists)."""
+    (tree,) = (t for rel, t, _lines in _modules() if rel == "scheduling/_batch.py")
+    (batch,) = (
+        n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Batch"
+    )
+    assert _length(batch) <= MAX_BATCH_LINES
+
+
+def test_scheduling_is_in_no_import_circle() -> None:
+    inside = [c for c in _import_circles() if any(".scheduling." in m for m in c)]
+    assert inside == []
+
+
+# -- the rest of src/: ratchets --------------------------------------------------------
+
+
+def test_core_functions_are_short_or_known() -> None:
+    _ratchet(_long_functions(), KNOWN_LONG_FUNCTIONS, "functions over 50 lines")
+
+
+def test_functions_take_at_most_eight_parameters_or_are_known() -> None:
+    _ratchet(_many_parameters(), KNOWN_MANY_PARAMETERS, "functions over 8 parameters")
+
+
+def test_modules_stay_under_400_lines_or_are_known() -> None:
+    _ratchet(_long_modules(), KNOWN_LONG_MODULES, "modules over 400 lines")
+
+
+def test_no_layer_reaches_into_another_layers_private_modules_but_the_known() -> None:
+    found = {f for f in _private_imports() if f" imports {BOTTOM}" not in f}
+    _ratchet(found, KNOWN_PRIVATE_IMPORTS, "imports of another layer's private module")
+
+
+def test_no_import_circle_but_the_known() -> None:
+    circles = _import_circles()
+    assert circles - KNOWN_IMPORT_CIRCLES == set(), "a new import circle"
+    assert KNOWN_IMPORT_CIRCLES - circles == set(), "a known circle ended: delete it"
+
+
+# -- the checks can fail -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def f(a, b, c, d, e, f, g, h, i): pass", {"m.py f"}),
+        ("class C:\n    def f(self, a, b, c, d, e, f, g, h): pass", set()),
+        ("class C:\n    def f(self, *, a, b, c, d, e, f, g, h, i): pass", {"m.py C.f"}),
+        ("@app.command()\ndef f(a, b, c, d, e, f, g, h, i): pass", set()),
+    ],
+)
+def test_the_parameter_count_reads_what_it_should(
+    source: str, expected: set[str]
+) -> None:
+    tree = ast.parse(source)
+    found = {
+        f"m.py {name}"
+        for name, node in _functions(tree)
+        if _parameters(node) > MAX_PARAMETERS and not _is_typer_command(node)
+    }
+    assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "expected"),
+    [
+        ("loop/_x.py", "from ..tools._cancel import is_fatal", ["tools", "_cancel"]),
+        ("loop/_x.py", "from ..tools import _cancel", ["tools", "_cancel"]),
+        ("loop/_x.py", "import toolweave.tools._cancel", ["tools", "_cancel"]),
+        ("loop/_x.py", "from toolweave.tools._cancel import x", ["tools", "_cancel"]),
+        ("loop/_x.py", "from ..tools import Tool", None),
+    ],
+)
+def test_a_private_import_is_seen_in_every_spelling(
+    rel: str, source: str, expected: list[str] | None
+) -> None:
+    (node,) = ast.parse(source).body
+    assert isinstance(node, ast.ImportFrom | ast.Import)
+    private = {
+        tuple(t[:2])
+        for t in _imported(rel, node)
+        if any(p.startswith("_") for p in t[1:])
+    }
+    assert private == ({tuple(expected)} if expected else set())
+
+
+def test_the_ratchet_fails_both_ways() -> None:
+    with pytest.raises(AssertionError, match="new"):
+        _ratchet({"a", "b"}, frozenset({"a"}), "x")
+    with pytest.raises(AssertionError, match="no longer"):
+        _ratchet({"a"}, frozenset({"a", "b"}), "x")
+    _ratchet({"a"}, frozenset({"a"}), "x")
