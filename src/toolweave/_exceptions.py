@@ -307,5 +307,14 @@ class ClusterError(ToolweaveError):
     """
 
 
+class BatchBusyError(ToolweaveError):
+    """Another live driver is running this batch (same output file): this one is refused.
+
+    The batch's lease is a lock on its journal beside the output (see
+    `toolweave.cluster.run_batch`); it frees when that driver exits, however it
+    exits (a killed driver's lock goes with its process).
+    """
+
+
 class InternalError(ToolweaveError):
     """An invariant inside toolweave broke. This is a bug in toolweave."""

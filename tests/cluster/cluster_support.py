@@ -207,3 +207,66 @@ def dump_tools(task: BatchTask) -> list[Tool]:
 def dump_steps(task_id: str) -> list[dict[str, Any]]:
     """Call `dump`, then answer."""
     return [step_calls((f"{task_id}-d", "dump", {})), step_text(f"{task_id} done")]
+
+
+# -- recovery: tools whose side effects are counted in a file ---------------------------
+
+
+def _append(path: str, line: str) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"{line}\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+@tool(concurrency=Concurrency.SEQUENTIAL, access=lambda args: Access())
+def effect(path: str, tag: str) -> str:
+    """Append `tag` to the file at `path` (one line per execution: a side effect)."""
+    _append(path, tag)
+    return f"done {tag}"
+
+
+def wait_for_file(path: str, seconds: float = 60.0) -> bool:
+    """Block this thread until `path` exists (real time, bounded); whether it does."""
+    pause = threading.Event()
+    for _ in range(int(seconds / 0.02)):
+        if os.path.exists(path):
+            return True
+        pause.wait(0.02)
+    return os.path.exists(path)
+
+
+@tool(concurrency=Concurrency.SEQUENTIAL, access=lambda args: Access())
+def stall(path: str, tag: str) -> str:
+    """Append ``<tag> started`` to `path`, then wait until ``<path>.release`` exists.
+
+    Bounded (60 s of real time, on its worker thread: a virtual test clock
+    does not shorten it): a test kills the process running it, or releases it.
+    """
+    _append(path, f"{tag} started")
+    released = wait_for_file(path + ".release")
+    return f"released {tag}" if released else f"not released {tag}"
+
+
+def recovery_tools(task: BatchTask) -> list[Tool]:
+    """Tools factory of the recovery tests (importable by Ray workers)."""
+    del task
+    return [effect, stall]
+
+
+def recovery_steps(task_id: str, effects: str) -> list[dict[str, Any]]:
+    """An effect, then a call that stalls, then an answer: what a killed driver cuts."""
+    return [
+        step_calls(("e", "effect", {"path": effects, "tag": f"{task_id} effect"})),
+        step_calls(("s", "stall", {"path": effects, "tag": f"{task_id} stall"})),
+        step_text(f"{task_id} done"),
+    ]
+
+
+def effect_lines(path: str | os.PathLike[str]) -> list[str]:
+    """The side effects recorded so far, one per line (none if the file is missing)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().splitlines()
+    except FileNotFoundError:
+        return []

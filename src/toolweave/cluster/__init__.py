@@ -7,12 +7,15 @@ driver, which alone writes results. `ray_tools` turns tools declared
 Dispatcher like any other tool. Ray is imported only when it is used.
 """
 
+from .._exceptions import BatchBusyError as BatchBusyError
 from ._batch import run_batch as run_batch
 from ._command import StoreOpener as StoreOpener
 from ._command import batch_command as batch_command
 from ._command import default_output_path as default_output_path
 from ._command import make_batch_command as make_batch_command
 from ._command import open_default_store as open_default_store
+from ._journal import BatchJournal as BatchJournal
+from ._journal import journal_path as journal_path
 from ._progress import batch_progress as batch_progress
 from ._progress import describe_statistics as describe_statistics
 from ._ray import connect_ray as connect_ray
@@ -27,6 +30,7 @@ from ._scripted import scripted_spec as scripted_spec
 from ._session import SessionSettings as SessionSettings
 from ._session import ToolsFactory as ToolsFactory
 from ._session import build_agent as build_agent
+from ._storelink import Resumption as Resumption
 from ._tally import BatchStatistics as BatchStatistics
 from ._tally import EventSink as EventSink
 from ._tasks import BatchTask as BatchTask
@@ -39,12 +43,15 @@ from ._tools import ray_tools as ray_tools
 
 __all__ = [
     "SCRIPTED_PREFIX",
+    "BatchBusyError",
+    "BatchJournal",
     "BatchStatistics",
     "BatchTask",
     "Budget",
     "EventSink",
     "RayTool",
     "RecordWriter",
+    "Resumption",
     "SessionRecord",
     "SessionSettings",
     "SessionStatus",
@@ -56,6 +63,7 @@ __all__ = [
     "connect_ray",
     "default_output_path",
     "describe_statistics",
+    "journal_path",
     "load_records",
     "load_tasks",
     "make_batch_command",

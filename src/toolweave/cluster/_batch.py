@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, aclosing
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Protocol, final
 
@@ -12,9 +12,10 @@ import anyio
 import anyio.to_thread
 
 from .._exceptions import ClusterError, ConfigError, StoreError
-from ..events import Event
+from ..events import CompletionReason, Event
 from ..loop import AgentConfig
 from ..sessions import SessionStore, results_dir_beside
+from ._journal import BatchJournal
 from ._ray import connect_ray, require_ray
 from ._records import RecordWriter, SessionRecord, load_records
 from ._session import SessionSettings, ToolsFactory, run_session, serve_session
@@ -64,6 +65,7 @@ class _LocalBackend:
             on_event,
             results_dir=results_dir,
             recorder=None if stored is None else stored.recorder,
+            resumption=None if stored is None else stored.resumption,
         )
 
 
@@ -118,7 +120,8 @@ class _RayBackend:
         results_dir: str,
         stored: StoredSession | None,
     ) -> None:
-        generator = self._remote.remote(task, self._settings, results_dir)
+        resumption = None if stored is None else stored.resumption
+        generator = self._remote.remote(task, self._settings, results_dir, resumption)
         async with aclosing(remote_items(generator, limiter=self._threads)) as items:
             async for item in items:
                 if isinstance(item, Outcome):
@@ -143,6 +146,28 @@ def _crashed(task: BatchTask, reason: str, placement: str) -> SessionRecord:
     )
 
 
+def _concluded(task: BatchTask, stored: StoredSession, placement: str) -> SessionRecord:
+    """The record of a session that had ended before its driver wrote the line."""
+    run = stored.concluded
+    assert run is not None
+    completed = run.reason is CompletionReason.COMPLETED
+    return SessionRecord(
+        task.task_id,
+        "completed" if completed else "failed",
+        line=task.line,
+        session_id=stored.session_id,
+        completion_reason=run.reason.value if run.reason else None,
+        output=stored.output,
+        usage=run.usage,
+        cost=run.cost,
+        reason=run.detail
+        if completed
+        else run.detail or (run.reason.value if run.reason else ""),
+        placement=placement,
+        metadata=task.metadata,
+    )
+
+
 def _describe(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
@@ -161,11 +186,15 @@ class _BatchRun:
         *,
         settings: SessionSettings,
         store: SessionStore | None,
+        journal: BatchJournal,
+        reported: Mapping[str, SessionRecord],
         results: Path,
         sink: EventSink | None,
         on_update: Callable[[BatchStatistics], None] | None,
     ) -> None:
         self._results = results
+        self._journal = journal
+        self._reported = reported
         self._writer = writer
         self.tally = tally
         self._settings = settings
@@ -203,7 +232,14 @@ class _BatchRun:
         if self._store is not None:
             spec = task.model or self._settings.model
             stored = await anyio.to_thread.run_sync(
-                open_stored_session, self._store, task, spec
+                partial(
+                    open_stored_session,
+                    self._store,
+                    task,
+                    spec,
+                    self._journal,
+                    reported=task.task_id in self._reported,
+                )
             )
         return SessionTracker(
             task,
@@ -221,6 +257,8 @@ class _BatchRun:
         except StoreError as exc:
             return _crashed(task, str(exc), backend.placement)
         self.changed()
+        if tracker.stored is not None and tracker.stored.concluded is not None:
+            return _concluded(task, tracker.stored, backend.placement)
         results_dir = results_dir_beside(
             self._results, tracker.session_id or task.task_id
         )
@@ -339,17 +377,20 @@ async def run_batch(
     if on_ray and config is not None and config.dispatcher is not None:
         raise ConfigError("a shared Dispatcher cannot travel to Ray workers")
     task_list = load_tasks(tasks) if isinstance(tasks, str | Path) else list(tasks)
-    todo = _pending(task_list, load_records(output), retry_failed)
     settings = SessionSettings(
         model=model, system=system, tools=tools, config=config, remote_tools=on_ray
     )
-    with RecordWriter(output) as writer:
+    with BatchJournal(output) as journal, RecordWriter(output) as writer:
+        reported = load_records(output)  # read under the batch's lease
+        todo = _pending(task_list, reported, retry_failed)
         tally = Tally(len(task_list), len(task_list) - len(todo))
         run = _BatchRun(
             writer,
             tally,
             settings=settings,
             store=store,
+            journal=journal,
+            reported=reported,
             results=_results_anchor(store, Path(output)),
             sink=sink,
             on_update=on_update,

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .._exceptions import StoreError, UsageError
+from .._exceptions import BatchBusyError, StoreError, UsageError
 from ..execution import PermissionMode
 from ..loop import AgentConfig
 from ..sessions import SessionStore, SQLiteSessionStore
@@ -174,7 +174,7 @@ def make_batch_command(
             finally:
                 if db is not None:
                     db.close()
-        except (UsageError, StoreError) as exc:
+        except (UsageError, StoreError, BatchBusyError) as exc:
             console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(2) from exc
         console.print(_summary(stats, target))

@@ -125,19 +125,24 @@ def _step(raw: object) -> ScriptStep:
     )
 
 
-def _scripted(text: str) -> ScriptedModel:
+def _scripted(text: str, turns_done: int) -> ScriptedModel:
     try:
         data: object = json.loads(text)
     except ValueError as exc:
         raise ConfigError(f"scripted model: invalid JSON: {exc}") from exc
-    return scripted_model(data)
+    return scripted_model(data, turns_done=turns_done)
 
 
-def scripted_model(data: object) -> ScriptedModel:
+def scripted_model(data: object, *, turns_done: int = 0) -> ScriptedModel:
     """The ScriptedModel a parsed script describes (format in the module doc).
 
+    `turns_done` model responses of the script are already in the session's
+    history (a resumed batch session): the model starts with the step after
+    them, as a real model would carry on from the transcript.
+
     Raises:
-        ConfigError: for anything that is not a script.
+        ConfigError: for anything that is not a script, or one with no step
+            left after `turns_done`.
     """
     name = "scripted"
     if isinstance(data, dict):
@@ -145,20 +150,28 @@ def scripted_model(data: object) -> ScriptedModel:
         data = data.get("steps")
     if not isinstance(data, list) or not data:
         raise ConfigError("scripted model: expected a non-empty list of steps")
-    return ScriptedModel([_step(s) for s in data], name=name)
+    steps = [_step(s) for s in data]
+    if turns_done >= len(steps):
+        raise ConfigError(
+            f"scripted model: {turns_done} of its {len(steps)} steps are already in"
+            " the session's history; none is left for the resumed run"
+        )
+    return ScriptedModel(steps[turns_done:], name=name)
 
 
-def model_from_spec(spec: str) -> Model:
+def model_from_spec(spec: str, *, turns_done: int = 0) -> Model:
     """The model a batch spec names: ``scripted:<json>`` here, anything else `resolve_model`.
 
     The script is the same format ``toolweave run --scripted FILE`` reads (see
-    the module doc).
+    the module doc). `turns_done`: model responses already in a resumed
+    session's history (a script skips that many steps; a real model reads the
+    history instead).
 
     Raises:
         ConfigError: for a spec or script it cannot use.
     """
     if spec.startswith(SCRIPTED_PREFIX):
-        return _scripted(spec[len(SCRIPTED_PREFIX) :])
+        return _scripted(spec[len(SCRIPTED_PREFIX) :], turns_done)
     return resolve_model(spec)
 
 

@@ -17,6 +17,7 @@ from ..sessions import SessionRecorder
 from ..tools import Tool
 from ._pump import Emit, pump
 from ._scripted import model_from_spec
+from ._storelink import Resumption
 from ._tasks import BatchTask
 from ._tools import ray_tools
 from ._wire import Chunk, Outcome, portable_event
@@ -80,13 +81,19 @@ def _factory(spec: ToolsFactory | str | None) -> ToolsFactory | None:
 
 
 def build_agent(
-    task: BatchTask, settings: SessionSettings, *, results_dir: str | None = None
+    task: BatchTask,
+    settings: SessionSettings,
+    *,
+    results_dir: str | None = None,
+    resumption: Resumption | None = None,
 ) -> Agent:
     """The agent for `task`, built in the process that will run it.
 
     `results_dir` is where its large tool results are saved (`run_batch` passes
     the session's folder beside the store); None = the config's, else a
-    temporary one removed when the session ends.
+    temporary one removed when the session ends. With `resumption` (a session
+    resumed from the store) the agent knows the files the session had read,
+    and a scripted model carries on after the turns already in its history.
 
     Raises:
         ConfigError: no model, an unusable model spec, tools factory or budget.
@@ -104,12 +111,16 @@ def build_agent(
     tools: list[Tool] = list(factory(task)) if factory is not None else []
     if settings.remote_tools:
         tools = ray_tools(tools)
-    return Agent(
-        model_from_spec(spec),
+    turns = resumption.model_turns if resumption is not None else 0
+    agent = Agent(
+        model_from_spec(spec, turns_done=turns),
         tools,
         system=task.system or settings.system,
         config=config,
     )
+    if resumption is not None:
+        agent.state.read_files.restore(resumption.read_files)
+    return agent
 
 
 async def run_session(
@@ -119,10 +130,13 @@ async def run_session(
     *,
     results_dir: str | None = None,
     recorder: SessionRecorder | None = None,
+    resumption: Resumption | None = None,
 ) -> None:
     """Run `task`'s session to its end, handing every event to `emit` in order.
 
     Large tool results are saved under `results_dir` (see `build_agent`).
+    With `resumption` the run continues the stored session: from its history
+    (every call already answered), with its prompt; nothing is run again.
     `recorder` (a local session only) is attached to the run: it records every
     event off the event loop and holds each call until its start is durable.
 
@@ -134,10 +148,12 @@ async def run_session(
         ConfigError: if the agent cannot be built (nothing was emitted then).
         StoreError: the recorder's session could not be opened for the run.
     """
-    agent = build_agent(task, settings, results_dir=results_dir)
+    agent = build_agent(task, settings, results_dir=results_dir, resumption=resumption)
+    prompt = task.prompt if resumption is None else resumption.prompt
+    history = () if resumption is None else resumption.history
     failure: Exception | None = None
     try:
-        async with agent.open_run(task.prompt, recorder=recorder) as run:
+        async with agent.open_run(prompt, history=history, recorder=recorder) as run:
             # events() is an async generator; close it even when we stop early
             events = run.events()
             async with aclosing(events):
@@ -155,11 +171,15 @@ async def run_session(
 
 
 def serve_session(
-    task: BatchTask, settings: SessionSettings, results_dir: str | None = None
+    task: BatchTask,
+    settings: SessionSettings,
+    results_dir: str | None = None,
+    resumption: Resumption | None = None,
 ) -> Iterator[Chunk | Outcome]:
     """Body of a session's Ray task: its portable events in chunks, then the outcome.
 
     `results_dir` is a path on the worker's machine (the driver's, on one host).
+    `resumption`: the stored session it continues (see `run_session`).
     """
 
     async def body(put: Emit) -> None:
@@ -168,6 +188,7 @@ def serve_session(
             settings,
             lambda event: put(portable_event(event)),
             results_dir=results_dir,
+            resumption=resumption,
         )
 
     yield from pump(body)
