@@ -57,6 +57,7 @@ KNOWN_MANY_PARAMETERS = frozenset(
     {
         "cli/_app.py _options",
         "cluster/_batch.py run_batch",
+        "cluster/_batch.py _BatchRun.__init__",  # grew with batch recovery (issue 26)
         "cluster/_command.py make_batch_command.batch",
         "execution/_runner.py ToolRunner.__init__",
         "integrations/_foreign.py ForeignScheduler.__init__",
@@ -75,6 +76,7 @@ KNOWN_LONG_MODULES = frozenset(
     {
         "cli/_app.py",
         "cli/_session_run.py",
+        "cluster/_batch.py",  # grew with batch recovery (issue 26)
         "execution/_audit_ops.py",
         "execution/_hooks.py",
         "execution/_rules.py",
