@@ -23,14 +23,16 @@ from .._context import ToolContext
 from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
 from ._grep_python import GrepQuery, PatternTooSlow, python_grep
-from ._textfile import MAX_LINE_CHARS, SNIFF_BYTES, is_binary, open_regular
+from ._grep_rg import read_content_report
+from ._textfile import SNIFF_BYTES, is_binary, open_regular
 from ._walk import SKIPPED_DIRS
 from ._workspace import Workspace
 
 __all__ = ["GrepTool", "find_ripgrep"]
 
 MAX_OUTPUT_BYTES = 1024 * 1024
-"""ripgrep output past this is not read (the head limit usually stops sooner)."""
+"""ripgrep's list of paths or counts past this is not read (the head limit usually
+stops sooner). Content mode reads ripgrep's JSON report instead (`_grep_rg`)."""
 
 OutputMode = Literal["files_with_matches", "content", "count"]
 
@@ -93,7 +95,10 @@ class GrepTool(Tool):
                 "directory of the workspace. output_mode 'files_with_matches' "
                 "lists paths, 'content' shows 'path:line:text' (context lines as "
                 "'path-line-text', groups separated by '--'), 'count' shows "
-                "'path:count'. Binary files and .git are skipped."
+                "'path:count'. Every line is searched whole; a matching line over "
+                "2,000 characters shows a window around each match, the rest cut "
+                "with a marker giving the line's length, the match columns and the "
+                "read call that shows more. Binary files and .git are skipped."
             ),
             input_model=GrepInput,
             concurrency=Concurrency.SAFE,
@@ -127,7 +132,7 @@ class GrepTool(Tool):
             lines, cut = await run_in_worker_thread(partial(self._python, query, limit))
         if not lines:
             return f"No matches for {args['pattern']!r} in {args['path']}"
-        shown = [_cut(line) for line in lines]
+        shown = list(lines)
         if cut:
             shown.append(
                 f"[output cut after {len(lines)} lines; narrow the search or "
@@ -169,13 +174,14 @@ class GrepTool(Tool):
     def _rg_argv(self, binary: str, query: GrepQuery) -> list[str]:
         argv = [binary, "--no-config", "--color=never", "--no-messages", "--hidden"]
         argv += [f"--glob=!{d}" for d in sorted(SKIPPED_DIRS)]
-        argv += ["--sort=path", "--with-filename"]
+        # --crlf: `$` matches before a CRLF, as in the Python engine's lines
+        argv += ["--sort=path", "--with-filename", "--crlf"]
         if query.mode == "files_with_matches":
             argv.append("--files-with-matches")
         elif query.mode == "count":
             argv.append("--count")
-        else:
-            argv += ["--line-number", "--no-heading", f"--context={query.context}"]
+        else:  # the JSON report: match offsets, so long lines show windows
+            argv += ["--json", f"--context={query.context}"]
         if query.ignore_case:
             argv.append("--ignore-case")
         if query.glob:
@@ -201,7 +207,12 @@ class GrepTool(Tool):
             assert proc.stderr is not None
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_read_into, proc.stderr, errors, 64 * 1024)
-                out, complete = await _read_lines(proc.stdout, limit)
+                if query.mode == "content":
+                    out, complete = await read_content_report(
+                        proc.stdout, limit, query.context
+                    )
+                else:
+                    out, complete = await _read_lines(proc.stdout, limit)
                 if not complete:
                     with contextlib.suppress(ProcessLookupError):
                         proc.kill()
@@ -210,11 +221,6 @@ class GrepTool(Tool):
             message = errors.decode("utf-8", errors="replace").strip()
             raise ToolInputError(f"ripgrep failed: {message}")
         return out, not complete
-
-
-def _cut(line: str) -> str:
-    limit = MAX_LINE_CHARS + 200
-    return line if len(line) <= limit else f"{line[:limit]}… [line cut]"
 
 
 async def _read_into(
