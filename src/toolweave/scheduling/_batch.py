@@ -394,7 +394,7 @@ class Batch:
         self._state[index] = _State.ADMITTED
         self._outstanding += 1
         if self._on_started is not None:
-            fire_started(self._on_started, self.calls[index])
+            fire_started(self._on_started, self.calls[index], self.plans[index].access)
         task = self._tg.start_soon(self._run, index)
         self._tasks[index] = task if isinstance(task, asyncio.Task) else None
 

@@ -371,7 +371,7 @@ class Dispatcher:
 
         def on_started(started_call: ToolCall) -> None:
             started.append(started_call)
-            fire_started(batch.on_started, started_call)
+            fire_started(batch.on_started, started_call, batch.plans[index].access)
 
         results: list[ToolResult] = []
         with anyio.CancelScope() as batch.fallback_scope:
