@@ -106,17 +106,18 @@ async def test_a_call_waiting_behind_another_ask_is_waiting_for_a_person_too() -
         ],
         answer,
     )
-    assert asked == ["c1"]
+    (first,) = asked  # whichever reached the question first (trio shuffles)
+    second = "c2" if first == "c1" else "c1"
     waits = [
         (type(e).__name__, e.call_id)
         for e in events
         if isinstance(e, PermissionAsked | PermissionAnswered)
     ]
     assert waits == [
-        ("PermissionAsked", "c1"),
-        ("PermissionAsked", "c2"),
-        ("PermissionAnswered", "c1"),
-        ("PermissionAnswered", "c2"),
+        ("PermissionAsked", first),
+        ("PermissionAsked", second),
+        ("PermissionAnswered", first),
+        ("PermissionAnswered", second),
     ]
     answers = [e.answer for e in events if isinstance(e, PermissionAnswered)]
     assert answers == ["always", "approved"]
