@@ -2,11 +2,12 @@
 
 Its output has ripgrep's format (``path:line:text``, context lines as
 ``path-line-text``, groups separated by ``--``), so the model sees the same
-result either way. Differences: Python regular-expression syntax (the `regex`
-package, a superset of `re`) instead of Rust's, and .gitignore files are not
-honoured (VCS directories are still skipped), and a line over
-`MAX_SCAN_LINE_BYTES` is searched only in its first part (a note says so;
-ripgrep has no such limit).
+result either way. Which files are text is the same rule (`searched_as`, UTF-16
+files with a byte-order mark decoded as ripgrep does). Differences: Python
+regular-expression syntax (the `regex` package, a superset of `re`) instead
+of Rust's, .gitignore files are not honoured (VCS directories are still
+skipped), and a line over `MAX_SCAN_LINE_BYTES` is searched only in its first
+part (a note says so; ripgrep has no such limit).
 
 Python's `re` holds the GIL for a whole match, and a pattern the model wrote
 can backtrack for hours (``(a|aa)+$`` on a long line): the event loop, every
@@ -18,6 +19,7 @@ tells the model why.
 
 from __future__ import annotations
 
+import codecs
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,8 +31,9 @@ import regex
 
 from ..._exceptions import ToolError
 from ._grep_lines import COUNTED_MATCHES, context_line, match_line
-from ._longline import MAX_SCAN_LINE_BYTES, LineReader
-from ._textfile import SNIFF_BYTES, is_binary, open_regular
+from ._grep_text import Utf16Lines, searched_as
+from ._longline import MAX_SCAN_LINE_BYTES, LineReader, LineSource
+from ._textfile import SNIFF_BYTES, open_regular
 from ._walk import compile_glob, walk_files
 from ._workspace import Workspace
 
@@ -75,13 +78,31 @@ def _spans(
             found = pattern.search(text, concurrent=True, timeout=LINE_SECONDS)
             return [] if found is None else [found.span()]
         matches = pattern.finditer(text, concurrent=True, timeout=LINE_SECONDS)
-        return [m.span() for m in islice(matches, COUNTED_MATCHES + 1)]
+        return list(islice(_as_ripgrep_finds(matches), COUNTED_MATCHES + 1))
     except TimeoutError:
         raise PatternTooSlow(
             f"the pattern took over {LINE_SECONDS:g} s to match line {number}"
             f" of {rel} and the search was stopped (catastrophic backtracking:"
             " avoid nested or overlapping repetition such as (a+)+ or (a|aa)+)"
         ) from None
+
+
+def _as_ripgrep_finds(
+    matches: Iterator[regex.Match[str]],
+) -> Iterator[tuple[int, int]]:
+    """The spans of `matches` less an empty one right where the previous one ended.
+
+    Python reports it (``x*`` on ``xxx`` finds ``xxx`` and then ``''`` at the
+    end), Rust's regex crate, and so ripgrep, does not: without this the two
+    engines counted different matches on one line.
+    """
+    end = -1
+    for match in matches:
+        start, stop = match.span()
+        if start == stop == end:
+            continue
+        end = stop
+        yield start, stop
 
 
 def _endless(rel: str, number: int) -> str:
@@ -166,25 +187,27 @@ class _FileSearch:
                 return
 
 
-def _open_text(path: Path) -> BinaryIO | None:
-    """The file opened at its start, or None if it is binary, unreadable or not regular.
+def _open_text(path: Path) -> tuple[BinaryIO, LineSource] | None:
+    """The file opened, and its lines as searched; None if binary, unreadable or not regular.
 
     Opened with `open_regular`: a FIFO or device swapped in after the walk saw
-    a regular file is refused on the open descriptor, never blocked on.
+    a regular file is refused on the open descriptor, never blocked on. Which
+    files are text, and how they are read, is `searched_as`.
     """
     try:
         stream = open_regular(path, path.name)
     except (OSError, ToolError):
         return None
     try:
-        if is_binary(stream.read(SNIFF_BYTES)):
+        encoding = searched_as(stream.read(SNIFF_BYTES))
+        if encoding is None:
             stream.close()
             return None
-        stream.seek(0)
+        stream.seek(len(codecs.BOM_UTF8) if encoding == "utf-8-sig" else 0)
     except OSError:
         stream.close()
         return None
-    return stream
+    return stream, Utf16Lines(stream) if encoding == "utf-16" else stream
 
 
 def python_grep(
@@ -208,11 +231,12 @@ def python_grep(
         below = path.name if path == query.start else path.relative_to(query.start)
         if keep is not None and not keep(Path(below).as_posix()):
             continue
-        stream = _open_text(path)
-        if stream is None:
+        opened = _open_text(path)
+        if opened is None:
             continue
+        stream, source = opened
         search = _FileSearch(pattern, rel, query.mode, query.context, printed)
         with stream:
-            for out in search.lines(LineReader(stream, check)):
+            for out in search.lines(LineReader(source, check)):
                 printed = True
                 yield out

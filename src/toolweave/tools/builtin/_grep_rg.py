@@ -7,6 +7,13 @@ comes with the byte offsets of its matches, so the line can be shown as
 marker. Records are read with bounded memory: one over `MAX_RECORD_BYTES` is
 skipped with a note naming its file, and the whole report stops after
 `MAX_REPORT_BYTES`.
+
+Which files are binary is grep's rule, not ripgrep's (`TextFiles`): ripgrep
+runs with ``--text`` and a file it reports is dropped if its first
+`SNIFF_BYTES` make it binary by `searched_as`, as the Python engine skips it. ripgrep's own
+rule (stop at the first NUL anywhere, and drop the matches in that buffer)
+answered "No matches" for a text file with a stray NUL far in (a log padded
+with NULs after a crash, a dump), whose match the Python engine found.
 """
 
 from __future__ import annotations
@@ -15,20 +22,54 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio.abc
 
+from ..._exceptions import ToolError
+from .._threads import run_in_worker_thread
 from ._grep_lines import COUNTED_MATCHES, MAX_WINDOWS, context_line, match_line
+from ._grep_text import searched_as
 from ._longline import MAX_LINE_CHARS, MAX_SCAN_LINE_BYTES
+from ._textfile import SNIFF_BYTES, open_regular
 
-__all__ = ["MAX_RECORD_BYTES", "MAX_REPORT_BYTES", "read_content_report"]
+__all__ = ["MAX_RECORD_BYTES", "MAX_REPORT_BYTES", "TextFiles", "read_content_report"]
 
 MAX_RECORD_BYTES = MAX_SCAN_LINE_BYTES
 """Largest JSON record (one line and its matches) read; a larger one is skipped."""
 
 MAX_REPORT_BYTES = 4 * MAX_SCAN_LINE_BYTES
 """ripgrep's report past this is not read (the head limit usually stops sooner)."""
+
+
+class TextFiles:
+    """Whether a file ripgrep reported is text by grep's rule (`searched_as`).
+
+    Paths are as ripgrep prints them (relative to the workspace root, its
+    working directory); each file is looked at once. A file that cannot be
+    opened again (gone since, a name not valid UTF-8) counts as text: ripgrep
+    read it, and dropping its lines would hide a match. Blocking: call it on a
+    worker thread.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._seen: dict[str, bool] = {}
+
+    def __call__(self, rel: str) -> bool:
+        known = self._seen.get(rel)
+        if known is None:
+            known = self._seen[rel] = self._sniff(rel)
+        return known
+
+    def _sniff(self, rel: str) -> bool:
+        try:
+            with open_regular(self._root / rel, rel) as stream:
+                return searched_as(stream.read(SNIFF_BYTES)) is not None
+        except (OSError, ToolError):
+            return True
 
 
 def _data(field: Mapping[str, Any]) -> bytes:
@@ -67,14 +108,25 @@ def _char_spans(raw: bytes, submatches: list[Any]) -> list[tuple[int, int]]:
 class _Report:
     """Turns records into output lines, at most `limit` of them."""
 
-    def __init__(self, limit: int, context: int) -> None:
+    def __init__(self, limit: int, context: int, is_text: TextFiles) -> None:
         self.limit = limit
         self.context = context
         self.lines: list[str] = []
         self.overflow = False
         """True once a line past `limit` was seen."""
         self.path = ""
+        self._binary = False
+        """True while the records are of a file grep counts as binary."""
+        self._is_text = is_text
         self._last: tuple[str, int] | None = None
+
+    def records(self, batch: list[bytes | None]) -> None:
+        """`record` each of `batch` in order, None meaning one `skipped` (a worker thread)."""
+        for raw in batch:
+            if raw is None:
+                self.skipped()
+            else:
+                self.record(raw)
 
     def _add(self, line: str) -> None:
         if len(self.lines) < self.limit:
@@ -90,10 +142,16 @@ class _Report:
         kind, data = message.get("type"), message.get("data") or {}
         if kind == "begin":
             self.path = _data(data.get("path") or {}).decode("utf-8", errors="replace")
+            self._binary = not self._is_text(self.path)
+        if self._binary:
+            self._binary = kind != "end"
+            return
         if kind in ("match", "context"):
             self._line(kind == "match", data)
 
     def skipped(self) -> None:
+        if self._binary:
+            return
         self._add(
             f"[note: a line of {self.path} that matched is too long for ripgrep's"
             f" report of it to be read here (over {MAX_RECORD_BYTES:,} bytes); use"
@@ -121,25 +179,28 @@ class _Report:
 
 
 async def read_content_report(
-    stream: anyio.abc.ByteReceiveStream, limit: int, context: int
+    stream: anyio.abc.ByteReceiveStream, limit: int, context: int, is_text: TextFiles
 ) -> tuple[list[str], bool]:
     """Up to `limit` output lines from ripgrep's ``--json`` report, and whether that was all.
 
     Stops early (returning False) once there is more than `limit` lines or
     more than `MAX_REPORT_BYTES` in all. Each newline is looked for only in
-    the bytes that just arrived, so a huge record costs linear time.
+    the bytes that just arrived, so a huge record costs linear time. The
+    records of a chunk are turned into lines on a worker thread (`is_text`
+    opens the files they name).
     """
-    report = _Report(limit, context)
+    report = _Report(limit, context, is_text)
     record = bytearray()
     skipping = False
     received = 0
     async for chunk in stream:
         received += len(chunk)
+        batch: list[bytes | None] = []
         start = 0
         while (end := chunk.find(b"\n", start)) >= 0:
             if not skipping:
                 record += chunk[start:end]
-                report.record(bytes(record))
+                batch.append(bytes(record))
             skipping = False
             record.clear()
             start = end + 1
@@ -148,9 +209,11 @@ async def read_content_report(
             if len(record) > MAX_RECORD_BYTES:
                 skipping = True
                 record.clear()
-                report.skipped()
+                batch.append(None)
+        if batch:
+            await run_in_worker_thread(partial(report.records, batch))
         if report.overflow or received > MAX_REPORT_BYTES:
             return report.lines, False
     if record and not skipping:
-        report.record(bytes(record))
+        await run_in_worker_thread(partial(report.records, [bytes(record)]))
     return report.lines, not report.overflow

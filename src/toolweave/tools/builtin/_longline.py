@@ -16,13 +16,14 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Protocol
 
 __all__ = [
     "MAX_LINE_CHARS",
     "MAX_SCAN_LINE_BYTES",
     "Line",
     "LineReader",
+    "LineSource",
     "cut_line",
     "shown_line",
 ]
@@ -38,6 +39,22 @@ _READ_BYTES = MAX_LINE_CHARS * 4 + 4
 
 _CHECK_EVERY = 256
 """Reads between two cancellation checks."""
+
+
+class LineSource(Protocol):
+    """What `LineReader` reads: a binary file, or a decoded one (`Utf16Lines`)."""
+
+    def readline(self, size: int = -1, /) -> bytes:
+        """The next line (its newline kept), at most about `size` bytes of it."""
+        ...
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to `size` bytes."""
+        ...
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        """Move (`LineReader.at_end` steps back one byte)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +146,7 @@ class LineReader:
     """
 
     def __init__(
-        self, stream: BinaryIO, check: Callable[[], None] | None = None
+        self, stream: LineSource, check: Callable[[], None] | None = None
     ) -> None:
         self._stream = stream
         self._check = check
