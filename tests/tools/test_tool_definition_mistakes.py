@@ -10,11 +10,13 @@ await `run`. Through `tw.Agent` with `ScriptedModel`, on asyncio and trio.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 from pydantic import BaseModel
@@ -217,6 +219,68 @@ async def test_a_returned_coroutine_is_an_error_naming_the_mistake(
     assert not right.is_error and right.text == "fetched u3"
     assert RAN == ["u3"]  # the forgotten coroutines never ran
     assert result.completion_reason is tw.CompletionReason.COMPLETED
+
+
+def test_an_async_generator_is_refused_at_decoration() -> None:
+    async def stream(city: str) -> Any:
+        """Weather, as it comes."""
+        yield city
+
+    with pytest.raises(ToolDefinitionError) as caught:
+        tw.tool(stream)
+    assert "tool 'stream' is an async generator (it yields)" in str(caught.value)
+
+
+class _ReturnsAnAsyncGenerator(tw.tools.Tool):
+    """A hand-built tool whose call returns an async generator it never iterated."""
+
+    def __init__(self) -> None:
+        super().__init__(name="gen_built", description="Fetch.", input_model=_Input)
+
+    async def call(self, args: dict[str, Any], ctx: tw.ToolContext) -> Any:
+        async def pages() -> Any:
+            RAN.append(args["url"])
+            yield "page"
+
+        return pages()
+
+
+@tw.tool
+async def returns_a_task(url: str) -> Any:
+    """An async def that starts a task and returns it instead of its result."""
+    return asyncio.ensure_future(_fetch(url))
+
+
+async def test_a_returned_task_or_async_generator_is_an_error_naming_it(
+    anyio_backend_name: str,
+) -> None:
+    RAN.clear()
+    tools: list[tw.tools.Tool] = [_ReturnsAnAsyncGenerator()]
+    if anyio_backend_name == "asyncio":  # a Task is asyncio's
+        tools.append(returns_a_task)
+    calls = [
+        tw.ToolCall(f"c{i}", t.name, {"url": f"u{i}"}) for i, t in enumerate(tools)
+    ]
+    model = ScriptedModel(
+        [
+            tw.ModelResponse(calls, stop_reason=tw.StopReason.TOOL_USE),
+            tw.ModelResponse([tw.Text("done")]),
+        ]
+    )
+    result = await tw.Agent(model, tools).run("fetch")
+    found = _results(result)
+    assert len(found) == len(tools)
+    generated = found[0]
+    assert generated.is_error and not generated.synthetic
+    assert "returned an async generator" in generated.text, generated.text
+    assert "<async_generator" not in generated.text
+    if anyio_backend_name == "asyncio":
+        task = found[1]
+        assert task.is_error and "returned an awaitable (Task)" in task.text
+        assert "what it did is unknown" in task.text  # it may have run: never "not run"
+        await anyio.lowlevel.checkpoint()  # the task the tool started ran: "unknown"
+        assert "u1" in RAN
+    assert "u0" not in RAN  # the generator never ran
 
 
 # -- run_sync inside a running loop ---------------------------------------------------

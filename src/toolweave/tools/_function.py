@@ -15,7 +15,7 @@ from ._access import Access, Concurrency, Interrupt
 from ._context import ToolContext
 from ._threads import run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS, AccessSpec, ConcurrencySpec, Tool
-from ._unawaited import unawaited_error
+from ._unawaited import not_a_result
 
 __all__ = ["FunctionTool", "check_tool_name", "tool"]
 
@@ -93,6 +93,12 @@ class FunctionTool(Tool):
                 " told what it does: give the function a docstring (its text before"
                 " 'Args:' is the description) or pass @tool(description=...)."
             )
+        if inspect.isasyncgenfunction(fn):
+            raise ToolDefinitionError(
+                f"tool {options['name']!r} is an async generator (it yields), but a"
+                " tool returns one result: collect what it would yield and return"
+                " it (a list, a string)."
+            )
         is_async = inspect.iscoroutinefunction(fn)
         super().__init__(
             input_model=input_model,
@@ -127,8 +133,9 @@ def _call_sync(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     a coroutine with a TypeError about its own internals.
     """
     output = fn(**kwargs)
-    if inspect.isawaitable(output):
-        raise ToolError(unawaited_error(output))
+    mistake = not_a_result(output)
+    if mistake is not None:
+        raise ToolError(mistake)
     return output
 
 
@@ -257,8 +264,10 @@ def tool(
     rather than as a provider's 400 (or a model guessing) mid-run: the name
     (and every alias) must match ``^[a-zA-Z0-9_-]{1,64}$`` (a lambda needs
     ``name=``), the tool needs a description (a docstring or
-    ``description=``), and every parameter needs a type annotation whose type
-    has a JSON schema. A `Tool` built directly takes its description as given.
+    ``description=``), every parameter needs a type annotation whose type
+    has a JSON schema, and an async generator function (one result is
+    returned, never a stream) is refused. A `Tool` built directly takes its
+    description as given.
 
     Raises:
         ToolDefinitionError: naming the tool and, for a parameter, the parameter.
