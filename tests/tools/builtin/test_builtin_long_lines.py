@@ -24,7 +24,7 @@ import toolweave as tw
 from toolweave._exceptions import ToolInputError
 from toolweave.models import ScriptedModel
 from toolweave.tools import SessionState
-from toolweave.tools.builtin import GrepTool, ReadTool, find_ripgrep
+from toolweave.tools.builtin import EditTool, GrepTool, ReadTool, find_ripgrep
 from toolweave.tools.builtin._grep_lines import MAX_WINDOWS
 from toolweave.tools.builtin._longline import MAX_LINE_CHARS, MAX_SCAN_LINE_BYTES
 
@@ -483,3 +483,44 @@ async def test_the_python_engine_says_what_it_did_not_search(
         assert first.startswith("sparse.txt:1:head tttt")
         assert "[line cut: over 67,108,864 bytes, searched in its first" in first
         assert last == note
+
+
+# -- edit's snippet -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "shown_from"),
+    [
+        (10, 1),  # near the start: the line's first columns
+        (50_000, 49_920),  # deep in: from a little before the edit
+        (119_990, 118_004),  # near the end: the line's last columns
+    ],
+)
+async def test_an_edit_deep_in_a_long_line_shows_the_edit_and_the_real_length(
+    root: Path, state: SessionState, column: int, shown_from: int
+) -> None:
+    """The snippet cuts a long line as read does, around the edit, never blind."""
+    line = "f();" * 30_000  # 120,000 characters
+    before = line[: column - 1] + "OLD" + line[column - 1 :]
+    (root / "a.js").write_text("head\n" + before + "\nend\n")
+    await _read(root, state, path="a.js")
+    out: str = await run(
+        EditTool(root),
+        {"path": "a.js", "old_string": "OLD", "new_string": "NEW"},
+        state,
+    )
+    edited = out.splitlines()[2]
+    assert edited.startswith("     2\t"), edited[:40]
+    assert "NEW" in edited
+    length = len(before)
+    end = min(shown_from + MAX_LINE_CHARS - 1, length)
+    marker = f"[line cut: {length:,} chars; columns {shown_from:,}-{end:,} shown"
+    assert marker in edited, edited[-200:]
+    if end < length:
+        assert edited.endswith(f"; read with offset=2 column={end + 1} for more]")
+    else:
+        assert edited.endswith(", to its end]")
+    assert len(edited) < MAX_LINE_CHARS + 200
+    assert (
+        out.splitlines()[1] == "     1\thead" and out.splitlines()[3] == "     3\tend"
+    )
