@@ -30,22 +30,26 @@ from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 
 @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access())
 async def noop(i: int) -> int:
+    """The noop test tool."""
     return i
 
 
 @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access())
 def sync_noop(i: int) -> int:
+    """The sync_noop test tool."""
     return i
 
 
 @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access())
 async def sleepy(i: int) -> int:
+    """The sleepy test tool."""
     await anyio.sleep(0.05)
     return i
 
 
 @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access())
 def sync_sleepy(i: int) -> int:
+    """The sync_sleepy test tool."""
     time.sleep(0.05)  # noqa: TID251 - a blocking tool is the point
     return i
 

@@ -31,6 +31,8 @@ __all__ = [
     "MessageAppended",
     "ModelCallFinished",
     "ModelCallStarted",
+    "PermissionAnswered",
+    "PermissionAsked",
     "ReadStateChanged",
     "ReasoningDelta",
     "Retry",
@@ -137,13 +139,24 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, slots=True)
 class ToolUseStarted:
-    """A call was admitted by the scheduler. Emitted in call order."""
+    """A call was admitted by the scheduler. Emitted in call order.
+
+    `reads` and `writes` are the resource keys the scheduler's gate classified
+    the call as touching (``("*",)`` written: a barrier), so a recorder needs no
+    registry to know what the call claimed; both None where the scheduler
+    classified nothing (a call run alone, concurrency off, a call answered
+    without running).
+    """
 
     call: ToolCall
     """The call."""
     _: KW_ONLY
     iteration: int = 0
     """The iteration of the batch (0 outside an agent run)."""
+    reads: tuple[str, ...] | None = None
+    """Keys the call claims to read, as the gate saw it; None if not classified."""
+    writes: tuple[str, ...] | None = None
+    """Keys the call claims to write, as the gate saw it; None if not classified."""
     at: float = field(default_factory=_now)
     """anyio time of the event."""
 
@@ -154,6 +167,48 @@ class ToolRunning:
 
     call_id: str
     """The call's id (models repeat ids: match the call by `key`)."""
+    _: KW_ONLY
+    key: str = ""
+    """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAsked:
+    """A call waits for the user's answer to a permission ask.
+
+    Emitted when the permission stage hands the call to the ask handler (before
+    waiting for another call's question to be answered: asks are put one at a
+    time), so the time until its `PermissionAnswered` is time spent waiting for
+    a person, which timings show as such and leave out of the batch's wall time.
+    """
+
+    call_id: str
+    """The call's id (models repeat ids: match the call by `key`)."""
+    tool: str
+    """The tool's name."""
+    reason: str
+    """Why approval is needed, as the user is told."""
+    _: KW_ONLY
+    key: str = ""
+    """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAnswered:
+    """The wait that a `PermissionAsked` began is over."""
+
+    call_id: str
+    """The call's id (models repeat ids: match the call by `key`)."""
+    answer: str
+    """``allow``, ``always`` or ``deny`` as the handler answered; ``approved``
+    when an "always" given while this call waited covered it; ``failed`` when
+    the handler raised or answered something else; ``cancelled`` when the wait
+    was cut (the run interrupted or stopped, a run deadline, the call
+    cancelled): the call is then answered "not run"."""
     _: KW_ONLY
     key: str = ""
     """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
@@ -376,6 +431,8 @@ Event: TypeAlias = (
     | ReasoningDelta
     | ToolUseStarted
     | ToolRunning
+    | PermissionAsked
+    | PermissionAnswered
     | ToolProgress
     | ToolResultReady
     | DeclarationViolation

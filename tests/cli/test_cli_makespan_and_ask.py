@@ -38,16 +38,27 @@ def test_the_lower_bound_is_the_longest_conflict_chain() -> None:
     assert stats.speedup == pytest.approx(1.25 / 0.85)
 
 
-def test_unknown_access_is_a_barrier_and_calls_that_never_ran_cost_nothing() -> None:
+def test_a_barrier_orders_everything_and_calls_that_never_ran_cost_nothing() -> None:
     spans = [
         CallSpan(0.0, 1.0, _read("a")),
-        CallSpan(1.0, 2.0, None),  # undeclared: waits for everything before it
+        CallSpan(1.0, 2.0, AccessRecord((), ("*",))),  # a barrier: waits for all before
         CallSpan(2.0, 2.5, _read("b")),  # and everything after waits for it
         CallSpan(None, None, _read("c")),  # never ran
     ]
     stats = batch_stats(spans)
     assert stats.ideal == pytest.approx(2.5) and stats.serial == pytest.approx(2.5)
-    assert stats.makespan == pytest.approx(2.5)
+    assert stats.makespan == pytest.approx(2.5) and stats.unknown_access == 0
+
+
+def test_an_access_not_recorded_is_no_conflict_and_is_counted() -> None:
+    """A lower bound must not assume a conflict nobody recorded (issue 27, item 8)."""
+    spans = [
+        CallSpan(0.0, 1.0, _read("a")),
+        CallSpan(0.0, 2.0, None),  # recorded without its access
+        CallSpan(0.0, 0.5, _write("a")),
+    ]
+    stats = batch_stats(spans)
+    assert stats.ideal == pytest.approx(2.0) and stats.unknown_access == 1
     assert (
         batch_stats([]) == BatchStats(0, 0.0, 0.0, 0.0)
         and batch_stats([]).speedup == 1.0

@@ -189,7 +189,8 @@ def test_modes() -> None:
         check_audit_mode("on")
 
 
-def _plain() -> None: ...
+def _plain() -> None:
+    """A plain function (its docstring is what functools.wraps copies)."""
 
 
 def test_the_tools_own_code_files() -> None:

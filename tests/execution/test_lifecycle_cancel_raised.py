@@ -19,6 +19,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_self_raised_cancelled_error_is_the_tools_error(tmp_path: Path) -> None:
     @tool(concurrency=Concurrency.SAFE)
     async def quits() -> str:
+        """The quits test tool."""
         raise asyncio.CancelledError("I give up")
 
     registry = registry_with(quits)
@@ -42,6 +43,7 @@ async def test_a_real_cancel_still_propagates_out_of_the_runner(tmp_path: Path) 
 
     @tool(concurrency=Concurrency.SAFE)
     async def waits() -> str:
+        """The waits test tool."""
         entered.set()
         await anyio.sleep_forever()
         raise AssertionError("unreachable")

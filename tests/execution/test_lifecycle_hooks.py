@@ -119,6 +119,7 @@ async def test_deny_and_ask_from_a_hook(tmp_path: Path) -> None:
 
     @tool
     async def act(text: str) -> str:
+        """The act test tool."""
         ran.append(text)
         return text
 
@@ -171,6 +172,7 @@ async def test_prevent_continuation_and_context_come_back_in_call_order(
 
     @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
     async def step(n: int) -> str:
+        """The step test tool."""
         if n == 1:
             await first_may_finish.wait()
         else:
@@ -223,6 +225,7 @@ async def test_a_tool_raising_stop_run_gives_a_result_and_a_stop_signal(
 ) -> None:
     @tool
     async def finish(summary: str) -> str:
+        """The finish test tool."""
         raise StopRun(f"done: {summary}")
 
     runner = _runner(tmp_path, Hooks(), finish)
@@ -239,6 +242,7 @@ async def test_replace_output_only_for_replaceable_tools(tmp_path: Path) -> None
 
     @tool(replaceable_output=True)
     async def remote(text: str) -> ToolOutput:
+        """The remote test tool."""
         return ToolOutput(f"raw {text}", context_modifier=modifier)
 
     hooks = Hooks()
@@ -268,6 +272,7 @@ async def test_replace_output_only_for_replaceable_tools(tmp_path: Path) -> None
 async def test_a_replacement_is_persisted_when_large(tmp_path: Path) -> None:
     @tool(replaceable_output=True)
     async def small() -> str:
+        """The small test tool."""
         return "small"
 
     hooks = Hooks()
@@ -289,6 +294,7 @@ async def test_a_replacement_is_persisted_when_large(tmp_path: Path) -> None:
 async def test_failure_hooks_see_failures_and_only_failures(tmp_path: Path) -> None:
     @tool(interrupt=Interrupt.CANCEL, timeout=0.01)
     async def flaky(mode: str) -> Any:
+        """The flaky test tool."""
         if mode == "raise":
             raise ValueError("bad value")
         if mode == "hang":
@@ -467,6 +473,7 @@ async def test_a_rewrite_may_narrow_but_not_widen_the_schedule(
 async def test_a_failure_with_no_matching_failure_hook(tmp_path: Path) -> None:
     @tool
     async def fails() -> str:
+        """The fails test tool."""
         raise RuntimeError("nope")
 
     hooks = Hooks()

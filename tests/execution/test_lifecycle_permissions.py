@@ -55,6 +55,7 @@ class Shell(Tool):
 def _writes(path: str) -> Any:
     @tool(name="write", access=lambda args: Access(writes=(f"fs:{args['path']}",)))
     async def write(path: str) -> str:
+        """The write test tool."""
         return f"wrote {path}"
 
     return write

@@ -33,6 +33,7 @@ async def test_progress_reaches_listeners_while_the_tool_still_runs(
 
     @tool
     async def work(ctx: ToolContext) -> str:
+        """The work test tool."""
         ctx.report_progress("half way", 0.5)
         await release.wait()
         ctx.report_progress("nearly")
@@ -69,6 +70,7 @@ async def test_progress_from_a_sync_tools_worker_thread(tmp_path: Path) -> None:
 
     @tool
     def crunch(ctx: ToolContext) -> str:
+        """The crunch test tool."""
         ctx.report_progress("crunching", 0.1)
         reported.set()
         go.wait(timeout=30)
@@ -105,6 +107,7 @@ async def test_progress_from_a_sync_tools_worker_thread(tmp_path: Path) -> None:
 async def test_progress_from_a_thread_the_tool_started(tmp_path: Path) -> None:
     @tool
     async def spawner(ctx: ToolContext) -> str:
+        """The spawner test tool."""
         thread = threading.Thread(target=ctx.report_progress, args=("from my thread",))
         thread.start()
         await anyio.to_thread.run_sync(thread.join)
@@ -127,6 +130,7 @@ async def test_progress_after_the_call_ended_is_dropped(tmp_path: Path) -> None:
 
     @tool
     async def leaky(ctx: ToolContext) -> str:
+        """The leaky test tool."""
         kept.append(ctx)
         return "ok"
 
@@ -148,6 +152,7 @@ async def test_a_raising_listener_breaks_nothing(
 
     @tool
     async def chatty(ctx: ToolContext) -> str:
+        """The chatty test tool."""
         ctx.report_progress("hello")
         return "ok"
 
@@ -196,6 +201,7 @@ async def test_parallel_calls_record_reads_concurrently(tmp_path: Path) -> None:
 
     @tool(concurrency=Concurrency.SAFE, access=lambda a: Access(reads=("fs:",)))
     def read(path: str, start: int, ctx: ToolContext) -> str:
+        """The read test tool."""
         barrier.wait()  # every thread is here at once before any records
         for offset in range(start, start + 50):
             ctx.state.read_files.record(

@@ -109,6 +109,7 @@ async def test_output_mapping(
 ) -> None:
     @tool
     async def produce() -> Any:
+        """The produce test tool."""
         return output
 
     runner = ToolRunner(registry_with(produce), state=make_state(tmp_path))
@@ -136,6 +137,7 @@ def test_preview_is_cut_at_a_newline_between_half_and_all_of_it(
 def _sized(**options: Any) -> Any:
     @tool(concurrency=Concurrency.SAFE, access=lambda a: Access(), **options)
     async def sized(lines: int, width: int = 9) -> str:
+        """The sized test tool."""
         return "".join(f"{i:0{width}d}\n" for i in range(lines))
 
     return sized
@@ -211,6 +213,7 @@ async def test_an_odd_call_id_cannot_escape_the_results_directory(
 async def test_images_are_never_persisted(tmp_path: Path) -> None:
     @tool(max_result_chars=10)
     async def picture() -> list[Any]:
+        """The picture test tool."""
         return [Text("x" * 50), PNG]
 
     runner = ToolRunner(registry_with(picture), state=make_state(tmp_path))
@@ -306,6 +309,7 @@ async def test_a_context_modifier_reaches_the_dispatcher(tmp_path: Path) -> None
 
     @tool(concurrency=Concurrency.SAFE, access=lambda a: Access())
     async def enable(name: str) -> ToolOutput:
+        """The enable test tool."""
         return ToolOutput(
             f"enabled {name}", context_modifier=lambda: applied.append(name)
         )
@@ -345,6 +349,7 @@ async def test_the_batch_budget_never_persists_a_tool_exempt_from_persistence(
 
     @tool(concurrency=Concurrency.SAFE, access=Access(), max_result_chars=None)
     async def pager(lines: int) -> str:
+        """The pager test tool."""
         return "".join(f"{i:09d}\n" for i in range(lines))
 
     config = ExecutionConfig(batch_result_chars=1000, preview_chars=100)

@@ -39,6 +39,7 @@ async def test_a_cancel_tool_is_cut_off_at_its_timeout(
 
     @tool(interrupt=Interrupt.CANCEL, timeout=limit, concurrency=Concurrency.SAFE)
     async def hang() -> str:
+        """The hang test tool."""
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
@@ -71,6 +72,7 @@ async def test_a_block_tool_is_cut_off_at_its_timeout(
 
     @tool(timeout=limit)  # Interrupt.BLOCK is the default
     async def slow(seconds: float) -> str:
+        """The slow test tool."""
         await anyio.sleep(seconds)
         finished.append("slow")
         return "done"
@@ -97,11 +99,13 @@ async def test_the_config_default_applies_unless_the_tool_sets_its_own(
 
     @tool(interrupt=Interrupt.CANCEL)
     async def default_limited(seconds: float) -> str:
+        """The default_limited test tool."""
         await anyio.sleep(seconds)
         return "ok"
 
     @tool(interrupt=Interrupt.CANCEL, timeout=limit * 4)
     async def own_limit(seconds: float) -> str:
+        """The own_limit test tool."""
         await anyio.sleep(seconds)
         return "ok"
 
@@ -137,6 +141,7 @@ async def test_a_hung_sync_tool_is_answered_at_its_deadline_and_its_thread_aband
         access=lambda a: Access(),
     )
     def stuck() -> str:
+        """The stuck test tool."""
         try:
             release.wait(timeout=60)
             return "too late"
@@ -186,6 +191,7 @@ async def test_a_hung_sync_tool_is_answered_at_its_deadline_and_its_thread_aband
 async def test_outer_cancellation_propagates(tmp_path: Path) -> None:
     @tool(interrupt=Interrupt.CANCEL)
     async def forever() -> str:
+        """The forever test tool."""
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 

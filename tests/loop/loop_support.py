@@ -145,6 +145,7 @@ class Gate:
         gate = self
 
         async def wait(tag: str) -> str:
+            """The wait test tool."""
             gate.started.append(tag)
             if len(gate.started) >= gate.expected:
                 gate.all_started.set()

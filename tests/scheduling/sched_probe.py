@@ -52,6 +52,7 @@ class Probe:
         probe = self
 
         async def body(key: str) -> str:
+            """The body test tool."""
             probe.inside += 1
             probe.peak = max(probe.peak, probe.inside)
             probe.log.append(f"start {key}")

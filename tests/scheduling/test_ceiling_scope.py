@@ -30,6 +30,7 @@ def _ceiling(anyio_backend: Any) -> float:
 
 @tw.tool(concurrency=tw.Concurrency.SAFE)
 async def quick(key: str) -> str:
+    """The quick test tool."""
     return key
 
 
@@ -74,6 +75,7 @@ async def test_with_a_token_a_call_that_never_returns_is_answered_at_the_ceiling
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
     async def hang() -> str:
+        """The hang test tool."""
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
@@ -97,6 +99,7 @@ async def test_an_interrupt_before_the_ceiling_is_an_interrupt_even_if_unwinding
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
     async def slow_to_stop() -> str:
+        """The slow_to_stop test tool."""
         started.set()
         try:
             await anyio.sleep_forever()
@@ -125,6 +128,7 @@ async def test_an_interrupt_after_the_ceiling_fired_leaves_the_timeout(
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
     async def stubborn() -> str:
+        """The stubborn test tool."""
         try:
             await anyio.sleep_forever()
         except anyio.get_cancelled_exc_class():

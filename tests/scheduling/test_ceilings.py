@@ -38,18 +38,21 @@ def anyio_backend() -> str:
 
 @tw.tool(concurrency=tw.Concurrency.SAFE)
 async def hang(key: str) -> str:
+    """The hang test tool."""
     await anyio.sleep_forever()
     raise AssertionError("unreachable")
 
 
 @tw.tool(concurrency=tw.Concurrency.SAFE, timeout=0.6)
 async def patient_hang(key: str) -> str:
+    """The patient_hang test tool."""
     await anyio.sleep_forever()
     raise AssertionError("unreachable")
 
 
 @tw.tool(concurrency=tw.Concurrency.SAFE)
 async def quick(key: str) -> str:
+    """The quick test tool."""
     return key
 
 
@@ -176,6 +179,7 @@ async def test_an_interrupt_cuts_a_running_call_through_a_scope_made_then() -> N
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
     async def waits(key: str) -> str:
+        """The waits test tool."""
         entered.set()
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
@@ -214,6 +218,7 @@ async def test_a_runner_that_raises_once_its_call_was_cut_is_answered_by_its_fau
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
     async def waits(key: str) -> str:
+        """The waits test tool."""
         return key
 
     reg = tw.ToolRegistry([waits])

@@ -29,6 +29,7 @@ def _tools(mode: dict[str, int], declared: bool) -> tw.ToolRegistry:
 
     @tw.tool(access=writes)  # SEQUENTIAL: it changes shared context (DESIGN)
     async def enable(level: int) -> ToolOutput:
+        """The enable test tool."""
         await anyio.lowlevel.checkpoint()
         return ToolOutput(
             f"set {level}", context_modifier=lambda: mode.update(level=level)
@@ -39,12 +40,14 @@ def _tools(mode: dict[str, int], declared: bool) -> tw.ToolRegistry:
         access=lambda a: tw.Access(reads=["ctx:mode"]),
     )
     async def check(tag: str) -> str:
+        """The check test tool."""
         for _ in range(3):  # let a concurrent modifier land if it could
             await anyio.lowlevel.checkpoint()
         return f"{tag}: level {mode['level']}"
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access())
     async def other(tag: str) -> str:
+        """The other test tool."""
         await anyio.lowlevel.checkpoint()
         return tag
 

@@ -191,6 +191,7 @@ async def test_sync_tools_get_enough_worker_threads() -> None:
 
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     def wait_for_all(key: str) -> str:
+        """The wait_for_all test tool."""
         barrier.wait()  # only passes if all 8 run on threads at once
         return key
 
@@ -208,6 +209,7 @@ async def test_disabled_config_is_a_plain_loop_in_the_calling_task() -> None:
 
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     async def where(key: str) -> str:
+        """The where test tool."""
         seen_tasks.add(anyio.get_current_task().id)
         return key
 

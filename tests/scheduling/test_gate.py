@@ -9,14 +9,17 @@ from toolweave.scheduling import classify
 def _registry() -> tw.ToolRegistry:
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     async def safe(x: int) -> int:
+        """The safe test tool."""
         return x
 
     @tw.tool
     async def plain(x: int) -> int:
+        """The plain test tool."""
         return x
 
     @tw.tool(concurrency=lambda a: a["x"] > 0)
     async def by_input(x: int) -> int:
+        """The by_input test tool."""
         return x
 
     def explode(args: dict[str, Any]) -> tw.Concurrency:
@@ -24,18 +27,22 @@ def _registry() -> tw.ToolRegistry:
 
     @tw.tool(concurrency=explode)
     async def raising(x: int) -> int:
+        """The raising test tool."""
         return x
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, hidden=True)
     async def hidden(x: int) -> int:
+        """The hidden test tool."""
         return x
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
     def sync_cancel(x: int) -> int:
+        """The sync_cancel test tool."""
         return x
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=tw.Interrupt.CANCEL)
     async def async_cancel(x: int) -> int:
+        """The async_cancel test tool."""
         return x
 
     @tw.tool(
@@ -43,14 +50,17 @@ def _registry() -> tw.ToolRegistry:
         access=lambda a: tw.Access(reads=[f"k:{a['x']}"]),
     )
     async def declared(x: int) -> int:
+        """The declared test tool."""
         return x
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: 1 / 0)  # type: ignore[arg-type,return-value]
     async def bad_access(x: int) -> int:
+        """The bad_access test tool."""
         return x
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, aliases=("alias",))
     async def aliased(x: int) -> int:
+        """The aliased test tool."""
         return x
 
     return tw.ToolRegistry(

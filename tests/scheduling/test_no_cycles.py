@@ -21,11 +21,13 @@ pytestmark = pytest.mark.anyio
 
 @tw.tool(concurrency=tw.Concurrency.SAFE)
 async def read(key: str) -> str:
+    """The read test tool."""
     return key
 
 
 @tw.tool(access=lambda args: tw.Access(writes=("k",)))
 async def write(key: str) -> str:
+    """The write test tool."""
     return key
 
 

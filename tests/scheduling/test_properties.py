@@ -48,6 +48,7 @@ def _tools(world: World) -> tw.ToolRegistry:
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, access=key_access("key"))
     async def get(key: str, delay: int, fail: bool) -> str:
+        """The get test tool."""
         first = world.store.get(key, "")
         await world.pause(delay)
         if fail:
@@ -56,6 +57,7 @@ def _tools(world: World) -> tw.ToolRegistry:
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, access=key_access("prefix"))
     async def scan(prefix: str, delay: int, fail: bool) -> str:
+        """The scan test tool."""
         before = sorted((k, v) for k, v in world.store.items() if k.startswith(prefix))
         await world.pause(delay)
         after = sorted((k, v) for k, v in world.store.items() if k.startswith(prefix))
@@ -63,6 +65,7 @@ def _tools(world: World) -> tw.ToolRegistry:
 
     @tw.tool(access=key_access("key", write=True))
     async def append(key: str, value: str, delay: int, fail: bool) -> str:
+        """The append test tool."""
         old = world.store.get(key, "")
         await world.pause(delay)
         if fail:
@@ -72,6 +75,7 @@ def _tools(world: World) -> tw.ToolRegistry:
 
     @tw.tool
     async def reset(delay: int, fail: bool) -> str:  # undeclared: a barrier
+        """The reset test tool."""
         await world.pause(delay)
         world.store.clear()
         return "cleared"
@@ -234,6 +238,7 @@ def _rich_tools(world: World, host: Host) -> tw.ToolRegistry:
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, access=reads_key_and_mode)
     async def get(key: str, delay: int) -> str:  # also reports the mode it saw
+        """The get test tool."""
         enter()
         try:
             first = world.store.get(key, "")
@@ -245,6 +250,7 @@ def _rich_tools(world: World, host: Host) -> tw.ToolRegistry:
 
     @tw.tool(access=key_access("key", write=True))
     async def append(key: str, value: str, delay: int) -> str:
+        """The append test tool."""
         enter()
         try:
             old = world.store.get(key, "")
@@ -257,6 +263,7 @@ def _rich_tools(world: World, host: Host) -> tw.ToolRegistry:
     @tw.tool(access=lambda a: tw.Access(writes=["kv:mode"]))
     async def setmode(value: str, delay: int) -> ToolOutput:
         # changes context through a modifier, which later readers of mode must see
+        """The setmode test tool."""
         enter()
         try:
             await world.pause(delay)
@@ -268,6 +275,7 @@ def _rich_tools(world: World, host: Host) -> tw.ToolRegistry:
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access())
     async def hang(delay: int) -> str:  # BLOCK (the default), past any ceiling
+        """The hang test tool."""
         enter()
         try:
             if not world.virtual:  # real time: a hang would cost real seconds
@@ -280,6 +288,7 @@ def _rich_tools(world: World, host: Host) -> tw.ToolRegistry:
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, access=key_access("key"))
     def sync_get(key: str, delay: int) -> str:  # a worker thread
+        """The sync_get test tool."""
         return world.store.get(key, "")
 
     return tw.ToolRegistry([get, append, setmode, hang, sync_get])

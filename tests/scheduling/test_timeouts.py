@@ -54,11 +54,13 @@ async def test_a_call_that_never_returns_is_answered_at_the_ceiling(
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, interrupt=interrupt)
     async def hang(key: str) -> str:
+        """The hang test tool."""
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     async def quick(key: str) -> str:
+        """The quick test tool."""
         return key
 
     reg = tw.ToolRegistry([hang, quick])
@@ -81,6 +83,7 @@ async def test_a_tools_own_longer_timeout_beats_the_ceiling(anyio_backend: Any) 
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, timeout=60.0)
     async def patient() -> str:
+        """The patient test tool."""
         await anyio.sleep(45)
         return "done"
 
@@ -104,11 +107,13 @@ async def test_a_sync_tool_past_the_ceiling_leaves_an_abandoned_thread_and_the_c
 
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     def stuck() -> str:
+        """The stuck test tool."""
         release.wait(timeout=60)
         return "late"
 
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     def work(key: str) -> str:
+        """The work test tool."""
         nonlocal inside, peak
         with lock:
             inside += 1
@@ -183,10 +188,12 @@ async def test_a_call_that_returns_after_the_ceiling_is_still_timed_out(
 
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     async def stubborn() -> str:
+        """The stubborn test tool."""
         return "never called: the runner below stands in for it"
 
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     async def quick(key: str) -> str:
+        """The quick test tool."""
         return key
 
     reg = tw.ToolRegistry([stubborn, quick])

@@ -30,11 +30,13 @@ POLICIES = ["all_or_nothing", "partition", "rwlock", "conflict"]
 def _registry(probe: Probe, raise_: BaseException) -> tw.ToolRegistry:
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     async def boom() -> str:
+        """The boom test tool."""
         raise raise_
 
     @tw.tool(concurrency=tw.Concurrency.SAFE)
     async def self_cancel() -> str:
         # on trio this is asyncio's exception type, raised by hand: still no cancel
+        """The self_cancel test tool."""
         raise asyncio.CancelledError()
 
     return tw.ToolRegistry(

@@ -24,6 +24,7 @@ from toolweave.models import ScriptedModel
 def test_names_providers_accept(name: str) -> None:
     @tw.tool(name=name)
     def anything() -> str:
+        """The anything test tool."""
         return ""
 
     assert anything.name == name
@@ -35,6 +36,7 @@ def test_names_providers_accept(name: str) -> None:
 )
 def test_names_providers_refuse(name: str) -> None:
     def anything() -> str:
+        """The anything test tool."""
         return ""
 
     with pytest.raises(ToolDefinitionError, match="not accepted by model providers"):
@@ -54,14 +56,15 @@ def test_an_alias_is_a_name_too() -> None:
 
         @tw.tool(aliases=("old name",))
         def fine() -> str:
+            """The fine test tool."""
             return ""
 
 
 def test_a_lambda_needs_a_name() -> None:
     with pytest.raises(ToolDefinitionError, match=r"pass @tool\(name=\.\.\.\)"):
         tw.tool(lambda x: x)
-    named = tw.tool(name="double")(lambda x: 2 * x)
-    assert named.name == "double"
+    named = tw.tool(name="noon", description="The time at noon.")(lambda: "12:00")
+    assert named.name == "noon"
 
 
 class Colour(enum.Enum):
@@ -95,6 +98,7 @@ def test_json_friendly_types_are_accepted() -> None:
         m: Path,
         n: int | None = None,
     ) -> str:
+        """The rich test tool."""
         return ""
 
     props = rich.input_schema()["properties"]
@@ -113,6 +117,7 @@ def test_a_type_without_a_json_schema_names_the_tool_and_the_parameter(
     annotation: Any, shown: str
 ) -> None:
     def lookup(key: str, handle: Any, limit: int = 3) -> str:
+        """The lookup test tool."""
         return ""
 
     lookup.__annotations__["handle"] = annotation
@@ -127,6 +132,7 @@ def test_a_type_without_a_json_schema_names_the_tool_and_the_parameter(
 def test_the_context_parameter_needs_no_schema() -> None:
     @tw.tool
     def with_context(path: str, ctx: tw.ToolContext) -> str:
+        """The with_context test tool."""
         return path
 
     assert set(with_context.input_schema()["properties"]) == {"path"}

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._audit_view import MARKER
-from ._makespan import BatchStats, fmt_seconds, overlapping
+from ._makespan import BatchStats, fmt_seconds, overlapping, stats_notes
 from ._turns import CallRow, Turn, call_label
 
 __all__ = ["STATE_STYLES", "render_stats", "render_turn"]
@@ -80,6 +80,9 @@ def render_stats(stats: BatchStats) -> Text:
         f" · serial {fmt_seconds(stats.serial)} · lower bound {fmt_seconds(stats.ideal)} · "
     )
     text.append(f"{stats.speedup:.1f}x faster than serial", style="bold cyan")
+    notes = stats_notes(stats)
+    if notes:
+        text.append(notes, style="magenta")
     return text
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..sessions import AccessRecord
@@ -11,13 +11,18 @@ from ..tools import Access
 __all__ = [
     "BatchStats",
     "CallSpan",
+    "Interval",
     "batch_stats",
     "dependency_bound",
     "fmt_seconds",
     "overlapping",
+    "stats_notes",
 ]
 
 _EPSILON = 1e-6
+
+
+Interval = tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +34,10 @@ class CallSpan:
     end: float | None
     """When it finished; None if it never ran."""
     access: AccessRecord | None = None
-    """Its declared access; None counts as a barrier (fail closed)."""
+    """Its declared access; None if not recorded (then it counts as independent
+    in the lower bound: a bound must not assume a conflict nobody recorded)."""
+    waits: tuple[Interval, ...] = ()
+    """When it waited for the user's answer to a permission ask (before it ran)."""
 
     @property
     def duration(self) -> float:
@@ -41,21 +49,48 @@ class CallSpan:
 
 @dataclass(frozen=True, slots=True)
 class BatchStats:
-    """One batch: what it took, what serial execution would take, what it must take."""
+    """One batch: what it took, what serial execution would take, what it must take.
+
+    Time spent waiting for a person is not the tools' time: while a call waits
+    for the user's permission and no call runs, the batch's clock is stopped
+    (`makespan` leaves it out), and `permission_wait` says how long it was.
+    """
 
     calls: int
     """Calls in the batch."""
     makespan: float
-    """Wall time from the first call's start to the last call's end."""
+    """Wall time from the first call's start to the last call's end, less the
+    time in between when a call waited for permission and none ran."""
     serial: float
     """The sum of the calls' durations: running them one after another."""
     ideal: float
     """The dependency lower bound: the longest chain of conflicting calls (call order)."""
+    permission_wait: float = 0.0
+    """Seconds a call of the batch waited for the user's permission (overlaps counted once)."""
+    unknown_access: int = 0
+    """Calls whose access was not recorded (independent in `ideal`)."""
 
     @property
     def speedup(self) -> float:
         """Serial / makespan (1.0 for an empty batch)."""
         return self.serial / self.makespan if self.makespan > _EPSILON else 1.0
+
+
+def stats_notes(stats: BatchStats) -> str:
+    """What the figures leave out, said after them ('' when nothing was)."""
+    notes = ""
+    if stats.permission_wait > 0:
+        notes += (
+            f" · waited {fmt_seconds(stats.permission_wait)} for permission"
+            " (not in the batch time)"
+        )
+    if stats.unknown_access:
+        calls = "call" if stats.unknown_access == 1 else "calls"
+        notes += (
+            f" · access of {stats.unknown_access} {calls} not recorded (counted as"
+            " independent in the lower bound)"
+        )
+    return notes
 
 
 def fmt_seconds(seconds: float) -> str:
@@ -67,8 +102,38 @@ def fmt_seconds(seconds: float) -> str:
 
 def _access(span: CallSpan) -> Access:
     if span.access is None:
-        return Access.barrier()
+        return Access()  # not recorded: no conflict is known
     return Access(span.access.reads, span.access.writes)
+
+
+def _union(intervals: Iterable[Interval]) -> list[Interval]:
+    merged: list[Interval] = []
+    for lo, hi in sorted(i for i in intervals if i[1] > i[0]):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _measure(intervals: Iterable[Interval]) -> float:
+    return sum(hi - lo for lo, hi in intervals)
+
+
+def _idle_waiting(
+    waits: list[Interval], ran: list[Interval], lo: float, hi: float
+) -> float:
+    """Time in [lo, hi] covered by `waits` and by none of `ran` (both merged)."""
+    idle = 0.0
+    for w_lo, w_hi in waits:
+        a, b = max(w_lo, lo), min(w_hi, hi)
+        if b <= a:
+            continue
+        covered = _measure(
+            (max(a, r_lo), min(b, r_hi)) for r_lo, r_hi in ran if r_hi > a and r_lo < b
+        )
+        idle += (b - a) - covered
+    return idle
 
 
 def batch_stats(spans: Sequence[CallSpan]) -> BatchStats:
@@ -77,20 +142,27 @@ def batch_stats(spans: Sequence[CallSpan]) -> BatchStats:
     The lower bound uses the measured durations: each call must follow every
     earlier call it conflicts with (write/write or read/write on overlapping
     keys), exactly the rule the `conflict` policy schedules by, so no schedule
-    that keeps the serial transcript can beat it.
+    that keeps the serial transcript can beat it. A batch recorded with each
+    call's access therefore never shows a makespan below it: conflicting calls
+    run one after another, and the time left out of the makespan (a permission
+    wait while nothing ran) holds no call's running time.
     """
-    ran = [s for s in spans if s.start is not None and s.end is not None]
+    ran = [(s.start, s.end) for s in spans if s.start is not None and s.end is not None]
+    waits = _union(w for s in spans for w in s.waits)
     makespan = 0.0
     if ran:
-        makespan = max(s.end for s in ran if s.end is not None) - min(
-            s.start for s in ran if s.start is not None
-        )
+        lo, hi = min(r[0] for r in ran), max(r[1] for r in ran)
+        makespan = max(0.0, hi - lo - _idle_waiting(waits, _union(ran), lo, hi))
     return BatchStats(
         calls=len(spans),
         makespan=makespan,
         serial=sum(s.duration for s in spans),
         ideal=dependency_bound(
             [_access(s) for s in spans], [s.duration for s in spans]
+        ),
+        permission_wait=_measure(waits),
+        unknown_access=sum(
+            1 for s in spans if s.access is None and s.start is not None
         ),
     )
 

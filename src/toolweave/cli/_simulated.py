@@ -75,16 +75,19 @@ def sim_registry() -> ToolRegistry:
         concurrency=Concurrency.SAFE, access=lambda a: Access(reads=[_fs(a["target"])])
     )
     async def read(target: str, duration: float) -> str:
+        """Simulated read of `target`: sleeps `duration` seconds."""
         return await work(duration)
 
     @tool(
         concurrency=Concurrency.SAFE, access=lambda a: Access(reads=[_fs(a["target"])])
     )
     async def grep(target: str, duration: float) -> str:
+        """Simulated search of `target`: sleeps `duration` seconds."""
         return await work(duration)
 
     @tool(access=lambda a: Access(writes=[_fs(a["target"])]))
     async def edit(target: str, duration: float) -> str:
+        """Simulated edit of `target`: sleeps `duration` seconds."""
         return await work(duration)
 
     def bash_access(a: dict[str, Any]) -> Access:
@@ -92,6 +95,7 @@ def sim_registry() -> ToolRegistry:
 
     @tool(concurrency=lambda a: bool(a["readonly"]), access=bash_access)
     async def bash(target: str, duration: float, readonly: bool = True) -> str:
+        """Simulated command: read-only or not, sleeps `duration` seconds."""
         return await work(duration)
 
     tools: list[Tool] = [read, grep, edit, bash]

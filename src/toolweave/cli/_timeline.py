@@ -2,8 +2,10 @@
 
 One section per iteration: the model's streaming interval on top, then one lane
 per tool call with a bar from its start to its end, coloured by outcome (the
-wait before it started drawn as a dashed box), and the batch's makespan against
-serial execution and the dependency lower bound. The legend explains every
+wait before it started drawn as a dashed box, a wait for the user's permission
+as a violet one), and the batch's makespan against serial execution and the
+dependency lower bound (time waiting for permission is shown as such and left
+out of the makespan). The legend explains every
 mark. Inline SVG, CSS and a few lines of JS; it loads nothing from the network.
 """
 
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from ..sessions import RunInfo, SessionInfo, SessionStore
 from ._audit_view import MARKER
-from ._makespan import fmt_seconds
+from ._makespan import fmt_seconds, stats_notes
 from ._show import run_state
 from ._timeline_data import CallBar, IterationGroup, load_groups, outcome_of
 from ._turns import call_label
@@ -35,6 +37,7 @@ svg{display:block} text{font:12px ui-monospace,Menlo,Consolas,monospace;fill:#34
 .axis line{stroke:#dee2e6} .axis text{fill:#868e96;font-size:10px}
 .model{fill:#748ffc} .first-chunk{stroke:#364fc7;stroke-width:2}
 .wait{fill:none;stroke:#adb5bd;stroke-dasharray:3 2}
+.ask{fill:#e5dbff;stroke:#7048e8;stroke-dasharray:1 2}
 .bar{stroke:#0003;stroke-width:1} .ok{fill:#2f9e44} .error{fill:#e03131}
 .synthetic,.skipped{fill:#adb5bd;stroke-dasharray:2 2} .lost{fill:#f08c00;stroke-dasharray:4 2}
 .discarded{fill:#e9ecef} .running,.waiting{fill:#fab005}
@@ -64,7 +67,13 @@ _LEGEND = (
     ("bar error", "failed"),
     (
         "wait",
-        "waiting to start: admitted, held back by a call it conflicts with or a cap",
+        "waiting to start: admitted, held back by a call it conflicts with, a cap,"
+        " or its checks and hooks",
+    ),
+    (
+        "ask",
+        "waiting for the user's answer to a permission ask (not counted in the"
+        " batch's wall time)",
     ),
     ("bar running", "still running or waiting when the session was last seen"),
     ("bar synthetic", "synthetic result: never started, or cut short (dashed)"),
@@ -155,6 +164,9 @@ def _tooltip(bar: CallBar, outcome: str) -> str:
     waited = ""
     if r.admitted_at is not None and r.running_at is not None:
         waited = f" · waited {r.running_at - r.admitted_at:.3f} s"
+    asked = sum(hi - lo for lo, hi in bar.waits)
+    if bar.waits:
+        waited += f" (of which {asked:.3f} s for permission)"
     text = r.result.text[:300] if r.result is not None else ""
     audit = "".join(f"\n{MARKER}: {line}" for line in bar.violations)
     return _e(f"{call_label(r.call, 80)}\n{outcome} · {ran}{waited}{audit}\n{text}")
@@ -187,6 +199,12 @@ def _call_lane(
             f'<rect class="wait" x="{xa:.1f}" y="{y + 5}" width="{xs - xa:.1f}"'
             f' height="{BAR_H}"/>'
         )
+    for lo, hi in bar.waits:
+        xa, xs = scale.x(lo), scale.x(hi)
+        yield (
+            f'<rect class="ask" x="{xa:.1f}" y="{y + 5}" width="{max(xs - xa, 1.0):.1f}"'
+            f' height="{BAR_H}"><title>waited {hi - lo:.3f} s for permission</title></rect>'
+        )
     x0 = scale.x(anchor)
     x1 = scale.x(bar.end) if bar.start is not None and bar.end is not None else x0
     width = max(x1 - x0, _MIN_BAR)
@@ -215,7 +233,7 @@ def _section(
             f"{s.calls} calls · batch <b>{fmt_seconds(s.makespan)}</b> · serial"
             f" {fmt_seconds(s.serial)} · lower bound {fmt_seconds(s.ideal)}"
             f" · <b>{s.speedup:.1f}x</b> faster than serial"
-        )
+        ) + _e(stats_notes(s))
     yield (
         f'<section class="iteration" data-run="{group.run}" data-iteration="{group.iteration}">'
         f'<h2>{_e(title)}<span class="stats">{stats}</span></h2>'
@@ -262,6 +280,8 @@ def render_timeline(
     otherwise each iteration fills the width.
     """
     busy = [g for g in groups if g.bars]
+    asked = sum(g.stats.permission_wait for g in busy)
+    asked_note = f"; waited {fmt_seconds(asked)} for permission" if asked else ""
     wall = sum(g.stats.makespan for g in busy)
     serial = sum(g.stats.serial for g in busy)
     ideal = sum(g.stats.ideal for g in busy)
@@ -286,7 +306,8 @@ def render_timeline(
         f'<div class="meta">session {_e(session.id)} · {_e(session.model)}'
         f" · {_e(session.workspace)}"
         f" · {_e(session.status)} · {calls} tool calls · tool time {fmt_seconds(wall)} wall"
-        f" vs {fmt_seconds(serial)} serial (lower bound {fmt_seconds(ideal)})</div>"
+        f" vs {fmt_seconds(serial)} serial (lower bound {fmt_seconds(ideal)})"
+        f"{_e(asked_note)}</div>"
         f'<div class="legend" id="legend">{legend}</div>{_runs_table(runs, session)}{body}'
         f"<script>{_JS}</script></body></html>"
     )

@@ -12,9 +12,15 @@ from ._audit_view import (
     violation_line,
     violations_by_call,
 )
-from ._makespan import BatchStats, CallSpan, batch_stats, overlapping
+from ._makespan import BatchStats, CallSpan, Interval, batch_stats, overlapping
 
-__all__ = ["CallBar", "IterationGroup", "load_groups", "outcome_of"]
+__all__ = [
+    "CallBar",
+    "IterationGroup",
+    "load_groups",
+    "outcome_of",
+    "permission_waits",
+]
 
 
 def outcome_of(record: CallRecord) -> str:
@@ -46,6 +52,8 @@ class CallBar:
     """Indices (within the group) of bars overlapping this one."""
     violations: tuple[str, ...] = ()
     """What the declaration audit reported for the call, one line each."""
+    waits: tuple[Interval, ...] = ()
+    """When it waited for the user's answer to a permission ask."""
 
     @property
     def key(self) -> str:
@@ -97,6 +105,37 @@ def _last_seen(calls: Sequence[CallRecord], models: Sequence[ModelCallRecord]) -
     return max(times, default=0.0)
 
 
+_Asks = Mapping[tuple[int, str], Sequence[tuple[float, float | None]]]
+"""(run, call ref) → the call's permission waits; an end of None: never answered."""
+
+
+def permission_waits(
+    store: SessionStore, session_id: str
+) -> dict[tuple[int, str], list[tuple[float, float | None]]]:
+    """Each call's permission waits, from its stored `PermissionAsked`/`Answered` events."""
+    waits: dict[tuple[int, str], list[tuple[float, float | None]]] = {}
+    for event in store.events(session_id):
+        if event.kind not in ("PermissionAsked", "PermissionAnswered"):
+            continue
+        ref = str(event.data.get("key") or event.data.get("call_id") or "")
+        mine = waits.setdefault((event.run, ref), [])
+        if event.kind == "PermissionAsked":
+            mine.append((event.at, None))
+        elif mine and mine[-1][1] is None:
+            mine[-1] = (mine[-1][0], event.at)
+    return waits
+
+
+def _closed(
+    waits: Sequence[tuple[float, float | None]], record: CallRecord, last: float
+) -> tuple[Interval, ...]:
+    """`waits` with an unanswered one ended when the call went on (or was last seen)."""
+    until = next(
+        (t for t in (record.running_at, record.finished_at) if t is not None), last
+    )
+    return tuple((lo, hi if hi is not None else max(lo, until)) for lo, hi in waits)
+
+
 def _group(
     run: int,
     iteration: int,
@@ -104,17 +143,18 @@ def _group(
     model: ModelCallRecord | None,
     last: float,
     flagged: Mapping[tuple[int, str], Sequence[StoredViolation]],
+    asks: _Asks,
 ) -> IterationGroup:
     calls.sort(key=lambda c: (c.state is CallState.DISCARDED, c.attempt, c.index))
-    live = [c for c in calls if c.state is not CallState.DISCARDED]
+    waits = [_closed(asks.get((c.run, c.call.ref), ()), c, last) for c in calls]
     spans = []
-    for c in calls:
+    for c, wait in zip(calls, waits, strict=True):
         end = c.finished_at
         if end is None and c.running_at is not None:
             end = max(
                 last, c.running_at
             )  # still running when last seen: outcome unknown
-        spans.append(CallSpan(c.running_at, end, c.access))
+        spans.append(CallSpan(c.running_at, end, c.access, wait))
     bars = tuple(
         CallBar(
             c,
@@ -122,10 +162,17 @@ def _group(
             spans[i].end,
             tuple(overlapping(spans, i)),
             tuple(violation_line(v) for v in flagged.get((c.run, c.call.ref), ())),
+            waits[i],
         )
         for i, c in enumerate(calls)
     )
-    stats = batch_stats([CallSpan(c.running_at, c.finished_at, c.access) for c in live])
+    stats = batch_stats(
+        [
+            CallSpan(c.running_at, c.finished_at, c.access, wait)
+            for c, wait in zip(calls, waits, strict=True)
+            if c.state is not CallState.DISCARDED
+        ]
+    )
     return IterationGroup(run, iteration, model, bars, stats)
 
 
@@ -137,6 +184,7 @@ def load_groups(store: SessionStore, session_id: str) -> list[IterationGroup]:
         {(c.run, c.iteration) for c in calls} | {(m.run, m.iteration) for m in models}
     )
     flagged = violations_by_call(stored_violations(store, session_id))
+    asks = permission_waits(store, session_id)
     groups = []
     for run, iteration in keys:
         mine = [c for c in calls if (c.run, c.iteration) == (run, iteration)]
@@ -145,5 +193,5 @@ def load_groups(store: SessionStore, session_id: str) -> list[IterationGroup]:
             [c for c in calls if c.run == run], [m for m in models if m.run == run]
         )
         model = model_calls[-1] if model_calls else None
-        groups.append(_group(run, iteration, mine, model, last, flagged))
+        groups.append(_group(run, iteration, mine, model, last, flagged, asks))
     return groups

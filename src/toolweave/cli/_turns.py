@@ -12,6 +12,8 @@ from ..events import (
     IterationStarted,
     ModelCallFinished,
     ModelCallStarted,
+    PermissionAnswered,
+    PermissionAsked,
     Retry,
     TextDelta,
     ToolResultReady,
@@ -50,6 +52,10 @@ class CallRow:
     result: ToolResult | None = None
     violations: list[DeclarationViolation] = field(default_factory=list)
     """What the declaration audit reported for this call."""
+    waits: list[tuple[float, float]] = field(default_factory=list)
+    """When it waited for the user's answer to a permission ask."""
+    asked: float | None = None
+    """When the ask it waits on now began (None: none open)."""
 
     @property
     def state(self) -> str:
@@ -62,7 +68,7 @@ class CallRow:
 
     def span(self) -> CallSpan:
         """The row's timing for batch arithmetic."""
-        return CallSpan(self.start, self.end, self.access)
+        return CallSpan(self.start, self.end, self.access, tuple(self.waits))
 
 
 @dataclass(slots=True)
@@ -141,7 +147,12 @@ class TurnTracker:
             if not turn.text and event.response.text:
                 turn.text = event.response.text
         elif isinstance(event, ToolUseStarted):
-            self._row(event.call).admitted = event.at
+            row = self._row(event.call)
+            row.admitted = event.at
+            if event.reads is not None and event.writes is not None:
+                row.access = AccessRecord(event.reads, event.writes)
+        elif isinstance(event, PermissionAsked | PermissionAnswered):
+            self._permission(event)
         elif isinstance(event, ToolRunning):
             turn = self._turn()
             ref = event.key or event.call_id
@@ -160,6 +171,16 @@ class TurnTracker:
                 self._turn().notes.append(text)
         elif isinstance(event, DeclarationViolation):
             self._violation(event)
+
+    def _permission(self, event: PermissionAsked | PermissionAnswered) -> None:
+        row = self._turn().rows.get(event.key or event.call_id)  # by position key
+        if row is None:
+            return
+        if isinstance(event, PermissionAsked):
+            row.asked = event.at
+        elif row.asked is not None:
+            row.waits.append((row.asked, event.at))
+            row.asked = None
 
     def _violation(self, event: DeclarationViolation) -> None:
         self.violations.append(event)

@@ -11,6 +11,7 @@ from typing import Literal, TypeAlias
 
 import anyio
 
+from ..events import Event, PermissionAnswered, PermissionAsked
 from ..messages import ToolCall
 from ..scheduling import InterruptToken
 from ..tools import PermissionCheck, SessionState, Tool, ToolContext
@@ -23,6 +24,7 @@ from ._decision import (
     classify_call,
     decide_permission,
 )
+from ._execute import emit_safely
 from ._rules import PermissionRules
 from ._signals import CallFailed
 
@@ -125,6 +127,20 @@ def _not_asked(tool: str) -> CallFailed:
     )
 
 
+_COVERED = object()
+"""`PermissionGate._answer`'s answer when an "always" given meanwhile covered the call
+(a sentinel: no handler's answer can be mistaken for it)."""
+
+
+def _told(answer: object) -> str:
+    """What a `PermissionAnswered` says of the handler's `answer`."""
+    if answer is _COVERED:
+        return "approved"
+    if isinstance(answer, str) and answer in ("allow", "deny", "always"):
+        return answer
+    return "failed"
+
+
 class PermissionGate:
     """Runs the permission stage for one runner; remembers "always" answers.
 
@@ -135,6 +151,12 @@ class PermissionGate:
     call waiting for one (asked, or waiting for its turn) is answered "not
     run"; so is a call cancelled while it waits. The tool never started, so
     that is what its result says.
+
+    Every wait for an answer is told to `on_event`: `PermissionAsked` when
+    the call is handed to the ask stage (before it waits its turn), then
+    `PermissionAnswered` however the wait ends (answer, failure, halt,
+    cancel), so timings can show the wait as the user's and leave it out.
+    A call reaching the stage after the halt is answered without either.
     """
 
     def __init__(
@@ -144,8 +166,10 @@ class PermissionGate:
         ask: AskHandler | None,
         state: SessionState,
         *,
+        on_event: Callable[[Event], None] | None = None,
         halt: InterruptToken | None = None,
     ) -> None:
+        self._on_event = on_event
         self._rules = rules
         self._mode = mode
         self._open = not rules and mode is PermissionMode.DEFAULT
@@ -224,13 +248,37 @@ class PermissionGate:
             asked = _Asked(decision, check, kind, tool.name, subject)
             await self._resolve_ask(call, asked)
 
+    def _emit(self, event: Event) -> None:
+        if self._on_event is not None:
+            emit_safely(self._on_event, event)
+
     async def _resolve_ask(self, call: ToolCall, asked: _Asked) -> None:
+        """Ask (one question at a time); the wait is told by PermissionAsked/Answered."""
         key = asked.key()
         if key in self._always:
             return
         if self._ask is None:
             raise CallFailed(_unattended_denial(asked))
-        answer = await self._answer(self._ask, call, asked, key)
+        if self._halt is not None and self._halt.is_set():
+            raise _not_asked(asked.tool)  # nothing is asked once the run stopped
+        self._emit(
+            PermissionAsked(call.id, asked.tool, asked.decision.reason, key=call.key)
+        )
+        told = "cancelled"
+        try:
+            answer = await self._answer(self._ask, call, asked, key)
+            told = _told(answer)
+        except CallFailed as failed:
+            told = "cancelled" if failed.synthetic else "failed"
+            raise
+        finally:
+            self._emit(PermissionAnswered(call.id, told, key=call.key))
+        self._apply(answer, key, asked)
+
+    def _apply(self, answer: object, key: _ALWAYS_KEY, asked: _Asked) -> None:
+        """Remember an "always"; raise `CallFailed` for anything but an approval."""
+        if answer is _COVERED:
+            return
         if answer == "always":
             self._always.add(key)
         elif answer == "deny":
@@ -241,7 +289,7 @@ class PermissionGate:
     async def _answer(
         self, ask: AskHandler, call: ToolCall, asked: _Asked, key: _ALWAYS_KEY
     ) -> object:
-        """The ask handler's answer ("allow" if an "always" came first); one ask at a time.
+        """The ask handler's answer (`_COVERED` if an "always" came first); one ask at a time.
 
         Raises the "not run" `CallFailed` when the halt fires or the call is
         cancelled while it waits (level-triggered: an outer cancel fires again
@@ -257,7 +305,7 @@ class PermissionGate:
             try:
                 async with self._lock:
                     if key in self._always:
-                        return "allow"
+                        return _COVERED
                     try:
                         answer = await ask(call, asked.decision.reason)
                     except Exception as exc:

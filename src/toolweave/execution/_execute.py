@@ -17,6 +17,7 @@ from ..tools import Tool, ToolContext
 from ..tools._cancel import cancelled_from_outside, is_cancellation
 from ..tools._deadline import DeadlineScope
 from ..tools._threads import AbandonRecord, abandoning_threads
+from ..tools._unawaited import not_a_result
 from ._output import ToolOutput
 
 __all__ = [
@@ -141,9 +142,20 @@ def failure_of(tool: Tool, exc: BaseException) -> Executed | None:
 
 
 def returned(output: object) -> Executed:
-    """How a call whose tool returned `output` went (a `ToolOutput` unwrapped)."""
+    """How a call whose tool returned `output` went (a `ToolOutput` unwrapped).
+
+    An awaitable or an async generator is no result: a tool that returns one
+    (a ``def`` that calls an async function and returns what it gave, an
+    ``async def`` that forgets an ``await``) fails with an error naming the
+    mistake (`not_a_result`), never a success holding the object's repr. A
+    coroutine is closed, so it never runs and Python warns of nothing ("never
+    awaited").
+    """
     if isinstance(output, ToolOutput):
         return Executed(output=output.content, modifier=output.context_modifier)
+    mistake = not_a_result(output)
+    if mistake is not None:
+        return Executed(error=mistake)
     return Executed(output=output)
 
 

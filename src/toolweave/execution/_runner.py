@@ -182,7 +182,9 @@ class ToolRunner:
         self._state = state
         self._config = config
         self._hooks = hooks
-        self._gate = PermissionGate(permissions, mode, ask, state, halt=interrupt)
+        self._gate = PermissionGate(
+            permissions, mode, ask, state, on_event=on_event, halt=interrupt
+        )
         self._on_event = on_event
         self._before_start = before_start
         self._auditor = Auditor(audit)

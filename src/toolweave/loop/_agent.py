@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import final
 
 import anyio
+import sniffio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._exceptions import StoreError, UsageError
@@ -331,7 +333,12 @@ class Agent:
         The HTTP clients of the models this agent created are closed before that
         loop ends (they are rebuilt on the next use), so calling `run_sync` again
         never touches a client bound to a loop that is gone.
+
+        Raises:
+            UsageError: called where an event loop is running (async code, a
+                notebook): there, ``await agent.run(...)``.
         """
+        _refuse_inside_a_loop()
 
         async def run_once() -> RunResult:
             try:
@@ -341,3 +348,27 @@ class Agent:
                     await model.aclose()
 
         return anyio.run(run_once, backend=backend)
+
+
+def _refuse_inside_a_loop() -> None:
+    """Raise `UsageError` if this thread runs an event loop (asyncio or trio).
+
+    A loop cannot start inside another: without this, asyncio says only
+    "cannot be called from a running event loop" and leaves a coroutine never
+    awaited.
+    """
+    try:
+        library: str | None = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        library = None
+    if library is None:
+        try:
+            asyncio.get_running_loop()
+            library = "asyncio"
+        except RuntimeError:
+            return
+    raise UsageError(
+        f"Agent.run_sync() was called inside a running {library} event loop;"
+        " run_sync starts a loop of its own, and a loop cannot run inside"
+        " another. Use `await agent.run(...)` there (in a notebook too)."
+    )

@@ -9,14 +9,21 @@ from typing import TYPE_CHECKING, final
 
 from ..events import Event, ToolResultReady, ToolUseStarted
 from ..messages import Text, ToolCall, ToolResult
-from ..scheduling import attach_results, classify, results_of, starts_early, warm
+from ..scheduling import (
+    StartedWithAccess,
+    attach_results,
+    classify,
+    results_of,
+    starts_early,
+    warm,
+)
 from ._eager import EagerBatch, Spawn
 from ._tracing import NULL_SPAN, Span, Tracer
 
 if TYPE_CHECKING:
     from ..execution import ToolRunner
     from ..scheduling import Dispatcher, InterruptToken, SettledCall, ToolStream
-    from ..tools import ToolRegistry
+    from ..tools import Access, ToolRegistry
     from ._guards import RepeatFailureWatcher
     from ._soon import Schedule
 
@@ -151,11 +158,22 @@ class ToolBatcher:
         """The iteration events are tagged with."""
         self.parent_span: Span = NULL_SPAN
         """The iteration span tool spans nest under."""
+        self._started = StartedWithAccess(self._on_started)
 
     # -- listeners and the per-call runner -------------------------------------
 
-    def _on_started(self, call: ToolCall) -> None:
-        self._emit(ToolUseStarted(call, iteration=self.iteration, at=self._clock()))
+    def _on_started(self, call: ToolCall, access: Access | None = None) -> None:
+        if access is None:
+            event = ToolUseStarted(call, iteration=self.iteration, at=self._clock())
+        else:  # what the gate scheduled it by: a recorder needs no registry
+            event = ToolUseStarted(
+                call,
+                iteration=self.iteration,
+                reads=access.reads,
+                writes=access.writes,
+                at=self._clock(),
+            )
+        self._emit(event)
 
     def _on_completed(self, call: ToolCall, result: ToolResult) -> None:
         self._emit(
@@ -215,7 +233,7 @@ class ToolBatcher:
             return self._dispatcher.open_stream(
                 registry,
                 self.run_call,
-                self._on_started,
+                self._started,
                 self._on_completed,
                 interrupt=self._halt,
                 audit_enforced=audited,
@@ -251,7 +269,7 @@ class ToolBatcher:
                     calls,
                     self._registry,
                     self.run_call,
-                    self._on_started,
+                    self._started,
                     self._on_completed,
                     interrupt=self._halt,
                 )

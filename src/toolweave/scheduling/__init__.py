@@ -4,6 +4,7 @@ Usable on its own: hand `Dispatcher.dispatch` a list of calls, a registry and a
 runner (``async (call) -> ToolResult``) from your own agent loop.
 """
 
+from ._calls import StartedWithAccess as StartedWithAccess
 from ._config import ConcurrencyConfig as ConcurrencyConfig
 from ._config import PolicyName as PolicyName
 from ._dispatcher import Dispatcher as Dispatcher
@@ -26,6 +27,7 @@ __all__ = [
     "InterruptToken",
     "PolicyName",
     "SettledCall",
+    "StartedWithAccess",
     "ToolStream",
     "attach_results",
     "classify",

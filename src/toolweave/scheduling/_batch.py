@@ -259,7 +259,7 @@ class Batch:
         self._dispatched += 1
         record.state = _ADMITTED
         self._outstanding += 1
-        fire_started(self.request.on_started, record.call)
+        fire_started(self.request.on_started, record.call, record.plan.access)
         task = self._tg.start_soon(self._run, record)
         record.task = task if isinstance(task, asyncio.Task) else None
 

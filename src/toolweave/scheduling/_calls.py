@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import final
 
 from ..messages import ToolCall, ToolResult
-from ..tools import Interrupt, Tool
+from ..tools import Access, Interrupt, Tool
 from ..tools._cancel import cancelled_from_outside, is_cancellation
 from ..tools._deadline import DeadlineScope
 from ..tools._threads import abandoning_threads
@@ -20,6 +21,7 @@ __all__ = [
     "CompletedListener",
     "Runner",
     "StartedListener",
+    "StartedWithAccess",
     "at_ceiling",
     "cancellable",
     "fatal_reason",
@@ -50,12 +52,47 @@ def fatal_reason(exc: BaseException) -> str:
     return f"a tool raised {type(exc).__name__}"
 
 
-def fire_started(listener: StartedListener | None, call: ToolCall) -> None:
-    """Call an on_started listener; log and swallow whatever it raises."""
+@final
+class StartedWithAccess:
+    """An `on_started` listener that is also told what the gate classified each call as touching.
+
+    Pass one as `on_started` to `Dispatcher.dispatch` or `open_stream`: where the
+    scheduler classified the call (a batch of two or more calls, a stream) it
+    calls `fn` with the call and its `Access` (a barrier for an undeclared
+    SEQUENTIAL call, a read of everything for an undeclared SAFE one: exactly
+    what it scheduled by); where it classified nothing (a call run alone,
+    concurrency off) with None. A recorder learns from it what each call
+    claimed, with no registry and no second classification.
+    """
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[[ToolCall, Access | None], object]) -> None:
+        self._fn = fn
+
+    def __call__(self, call: ToolCall) -> None:
+        """Told without an access (a path that classified nothing)."""
+        self._fn(call, None)
+
+    def started(self, call: ToolCall, access: Access | None) -> None:
+        """Told with the call's access as the gate classified it."""
+        self._fn(call, access)
+
+
+def fire_started(
+    listener: StartedListener | None, call: ToolCall, access: Access | None = None
+) -> None:
+    """Call an on_started listener; log and swallow whatever it raises.
+
+    A `StartedWithAccess` is told `access` too (None where it is not known).
+    """
     if listener is None:
         return
     try:
-        listener(call)
+        if type(listener) is StartedWithAccess:
+            listener.started(call, access)
+        else:
+            listener(call)
     except Exception:
         logger.exception("on_started listener %r raised; ignored", listener)
 

@@ -86,7 +86,7 @@ async def _run_on_caller(batch: Batch, record: CallRecord) -> None:
 
     def on_started(started_call: ToolCall) -> None:
         started.append(started_call)
-        fire_started(listener, started_call)
+        fire_started(listener, started_call, record.plan.access)
 
     # on_completed fires once, when the batch records the result
     request = dataclasses.replace(

@@ -113,7 +113,12 @@ class SessionRecorder:
         store: Where to write.
         session_id: The session the run belongs to (created beforehand).
         model: The model spec, recorded with the run.
-        describe: The access each call declares; None records none.
+        describe: The access each call declares. Optional: a call admitted by
+            the scheduler carries the access it was scheduled by
+            (`ToolUseStarted.reads`/`writes`), which is recorded in its place;
+            `describe` covers the calls the scheduler did not classify (a call
+            run alone, concurrency off). With neither, the access is not known,
+            and the timeline's lower bound counts the call as independent.
         price: USD of a model call's usage, to keep a crashed run's cost; the
             run's own total replaces it when the run finishes.
         owner: ``host:pid`` recorded as the run's owner and its lease holder
@@ -656,9 +661,15 @@ class SessionRecorder:
             record = None
         if record is None:
             record = self._new_call(event.call, len(self._calls), CallState.PENDING)
+        access = record.access
+        if event.reads is not None and event.writes is not None:
+            access = AccessRecord(event.reads, event.writes)  # what it was scheduled by
         self._put(
             dataclasses.replace(
-                record, state=CallState.WAITING, admitted_at=self._rel(event.at)
+                record,
+                state=CallState.WAITING,
+                admitted_at=self._rel(event.at),
+                access=access,
             )
         )
 

@@ -10,11 +10,12 @@ from typing import Any, NoReturn, get_type_hints, overload
 
 from pydantic import ConfigDict, Field, create_model
 
-from .._exceptions import ToolDefinitionError
+from .._exceptions import ToolDefinitionError, ToolError
 from ._access import Access, Concurrency, Interrupt
 from ._context import ToolContext
 from ._threads import run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS, AccessSpec, ConcurrencySpec, Tool
+from ._unawaited import not_a_result
 
 __all__ = ["FunctionTool", "check_tool_name", "tool"]
 
@@ -70,6 +71,9 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 class FunctionTool(Tool):
     """A tool backed by a Python function; built by `@tool`.
 
+    Built directly, like any `Tool`, it takes the description it is given
+    (`@tool` refuses a function with none: see `tool`).
+
     Async functions run on the event loop; sync functions on a worker thread under
     the Dispatcher's thread limiter (a sync CANCEL tool's thread is abandoned on
     cancel, since threads cannot be stopped). A parameter annotated `ToolContext`
@@ -82,10 +86,23 @@ class FunctionTool(Tool):
         self._context_param, input_model, description = _build_input_model(
             fn, options["name"]
         )
+        description = options.pop("description") or description
+        if options.pop("require_description", False) and not description.strip():
+            raise ToolDefinitionError(
+                f"tool {options['name']!r} has no description, so the model is not"
+                " told what it does: give the function a docstring (its text before"
+                " 'Args:' is the description) or pass @tool(description=...)."
+            )
+        if inspect.isasyncgenfunction(fn):
+            raise ToolDefinitionError(
+                f"tool {options['name']!r} is an async generator (it yields), but a"
+                " tool returns one result: collect what it would yield and return"
+                " it (a list, a string)."
+            )
         is_async = inspect.iscoroutinefunction(fn)
         super().__init__(
             input_model=input_model,
-            description=options.pop("description") or description,
+            description=description,
             runs_in_thread=not is_async,
             **options,
         )
@@ -100,13 +117,26 @@ class FunctionTool(Tool):
             result: Awaitable[Any] = self.fn(**kwargs)
             return await result
         return await run_in_worker_thread(
-            partial(self.fn, **kwargs),
+            partial(_call_sync, self.fn, kwargs),
             abandon_on_cancel=self.interrupt is Interrupt.CANCEL,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (handy in tests)."""
         return self.fn(*args, **kwargs)
+
+
+def _call_sync(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """`fn(**kwargs)` on the worker thread; an awaitable it returns is its mistake.
+
+    Checked here, in the thread: trio refuses a thread function that returns
+    a coroutine with a TypeError about its own internals.
+    """
+    output = fn(**kwargs)
+    mistake = not_a_result(output)
+    if mistake is not None:
+        raise ToolError(mistake)
+    return output
 
 
 def _build_input_model(
@@ -126,7 +156,13 @@ def _build_input_model(
             raise ToolDefinitionError(
                 f"tool {name!r}: *args/**kwargs are not supported"
             )
-        annotation = hints.get(param.name, Any)
+        if param.name not in hints:
+            raise ToolDefinitionError(
+                f"tool {name!r}: parameter {param.name!r} has no type annotation, so"
+                " the model cannot be told what to pass. Annotate it (for example"
+                f" `{param.name}: str`); a lambda cannot be annotated: use a def."
+            )
+        annotation = hints[param.name]
         if annotation is ToolContext:
             context_param = param.name
             continue
@@ -225,12 +261,16 @@ def tool(
     rest of the docstring.
 
     Checked here, at decoration time, so a mistake surfaces where it was made
-    rather than as a provider's 400 mid-run: the name (and every alias) must
-    match ``^[a-zA-Z0-9_-]{1,64}$`` (a lambda needs ``name=``), and every
-    parameter's type must have a JSON schema.
+    rather than as a provider's 400 (or a model guessing) mid-run: the name
+    (and every alias) must match ``^[a-zA-Z0-9_-]{1,64}$`` (a lambda needs
+    ``name=``), the tool needs a description (a docstring or
+    ``description=``), every parameter needs a type annotation whose type
+    has a JSON schema, and an async generator function (one result is
+    returned, never a stream) is refused. A `Tool` built directly takes its
+    description as given.
 
     Raises:
-        ToolDefinitionError: naming the tool and, for a type, the parameter.
+        ToolDefinitionError: naming the tool and, for a parameter, the parameter.
 
     Args:
         fn: The function (when used bare).
@@ -280,6 +320,7 @@ def tool(
             func,
             name=tool_name,
             description=description,
+            require_description=True,
             concurrency=concurrency,
             access=access,
             access_bound=access_bound,

@@ -206,7 +206,7 @@ def test_declaration(root: Path) -> None:
 def test_the_python_engine_never_blocks_on_a_fifo_swapped_in(root: Path) -> None:
     """The walk saw a regular file; a FIFO in its place by the time it is opened is
     refused on the open descriptor (no writer ever comes: a plain open would block)."""
-    from toolweave.tools.builtin._grep_python import _text_lines
+    from toolweave.tools.builtin._grep_python import _open_text
 
     os.mkfifo(root / "swapped")
-    assert _text_lines(root / "swapped") is None
+    assert _open_text(root / "swapped") is None

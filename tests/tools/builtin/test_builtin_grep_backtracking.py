@@ -90,16 +90,16 @@ async def test_the_event_loop_runs_while_a_line_is_being_matched(
     (root / "trap.txt").write_text(line + "\n")
     inside = threading.Event()
     done = threading.Event()
-    real_hits = _grep_python._hits
+    real_spans = _grep_python._spans
 
-    def watched(*args: object) -> list[int]:
+    def watched(*args: object, **kwargs: object) -> list[tuple[int, int]]:
         inside.set()
         try:
-            return real_hits(*args)  # type: ignore[arg-type]
+            return real_spans(*args, **kwargs)  # type: ignore[arg-type]
         finally:
             done.set()
 
-    monkeypatch.setattr(_grep_python, "_hits", watched)
+    monkeypatch.setattr(_grep_python, "_spans", watched)
     seen_while_matching: list[bool] = []
 
     async def sibling() -> None:

@@ -98,6 +98,7 @@ async def test_readiness_waits_outside_the_slots(tmp_path: Path) -> None:
 
     @tw.tool(concurrency=tw.Concurrency.SAFE, access=lambda args: tw.Access())
     async def hold() -> str:
+        """The hold test tool."""
         await release.wait()
         return "held"
 

@@ -15,11 +15,11 @@ from .._access import Access, Concurrency, Interrupt
 from .._context import SessionState, ToolContext
 from .._threads import run_in_worker_thread
 from .._tool import PermissionCheck, Tool
+from ._longline import MAX_LINE_CHARS, Line, shown_line
 from ._readstate import record_write, require_fresh_read
 from ._textfile import (
     SNIFF_BYTES,
     atomic_write,
-    cut_line,
     describe_os_error,
     is_binary,
     number_lines,
@@ -36,6 +36,9 @@ SNIPPET_CONTEXT = 3
 
 SNIPPET_MAX_LINES = 40
 """Lines an edit's snippet shows at most (a huge new_string is not echoed whole)."""
+
+_BEFORE_EDIT = 80
+"""Characters shown before the replacement, in a long line the snippet cuts."""
 
 MAX_EDIT_BYTES = 16 * 1024 * 1024
 """Larger files are refused by edit: it holds the file in memory (several copies
@@ -342,11 +345,25 @@ def _utf8(text: str, what: str) -> bytes:
 
 
 def _snippet(text: str, start: int, inserted: str) -> str:
-    """Numbered lines around the replacement at `start`: bounded in lines and width."""
+    """Numbered lines around the replacement at `start`: bounded in lines and width.
+
+    A line over `MAX_LINE_CHARS` is cut as `read` cuts it (`shown_line`: its
+    real length, the columns shown, the `read` call for more); the line the
+    replacement starts in is shown from a little before the replacement, so
+    an edit deep in a minified line shows the edit, not the line's start.
+    """
     first_line = text.count("\n", 0, start)
     last_line = first_line + inserted.count("\n")
+    column = start - (text.rfind("\n", 0, start) + 1)
     lines = text.split("\n")
     lo = max(0, first_line - SNIPPET_CONTEXT)
     hi = min(len(lines), last_line + SNIPPET_CONTEXT + 1, lo + SNIPPET_MAX_LINES)
-    shown = [cut_line(line.removesuffix("\r")) for line in lines[lo:hi]]
+    shown = []
+    for index in range(lo, hi):
+        line = lines[index].removesuffix("\r")
+        begin = 0
+        if index == first_line and len(line) > MAX_LINE_CHARS:
+            begin = max(0, min(column - _BEFORE_EDIT, len(line) - MAX_LINE_CHARS))
+        kept = Line(line[begin : begin + MAX_LINE_CHARS], begin, len(line))
+        shown.append(shown_line(kept, index + 1))
     return number_lines(shown, lo + 1)

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from functools import partial
 from itertools import islice
 from pathlib import Path, PurePath
@@ -23,14 +24,17 @@ from .._context import ToolContext
 from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
 from ._grep_python import GrepQuery, PatternTooSlow, python_grep
-from ._textfile import MAX_LINE_CHARS, SNIFF_BYTES, is_binary, open_regular
+from ._grep_rg import TextFiles, read_content_report
+from ._grep_text import searched_as
+from ._textfile import SNIFF_BYTES, open_regular
 from ._walk import SKIPPED_DIRS
 from ._workspace import Workspace
 
 __all__ = ["GrepTool", "find_ripgrep"]
 
 MAX_OUTPUT_BYTES = 1024 * 1024
-"""ripgrep output past this is not read (the head limit usually stops sooner)."""
+"""ripgrep's list of paths or counts past this is not read (the head limit usually
+stops sooner). Content mode reads ripgrep's JSON report instead (`_grep_rg`)."""
 
 OutputMode = Literal["files_with_matches", "content", "count"]
 
@@ -93,7 +97,10 @@ class GrepTool(Tool):
                 "directory of the workspace. output_mode 'files_with_matches' "
                 "lists paths, 'content' shows 'path:line:text' (context lines as "
                 "'path-line-text', groups separated by '--'), 'count' shows "
-                "'path:count'. Binary files and .git are skipped."
+                "'path:count'. Every line is searched whole; a matching line over "
+                "2,000 characters shows a window around each match, the rest cut "
+                "with a marker giving the line's length, the match columns and the "
+                "read call that shows more. Binary files and .git are skipped."
             ),
             input_model=GrepInput,
             concurrency=Concurrency.SAFE,
@@ -127,7 +134,7 @@ class GrepTool(Tool):
             lines, cut = await run_in_worker_thread(partial(self._python, query, limit))
         if not lines:
             return f"No matches for {args['pattern']!r} in {args['path']}"
-        shown = [_cut(line) for line in lines]
+        shown = list(lines)
         if cut:
             shown.append(
                 f"[output cut after {len(lines)} lines; narrow the search or "
@@ -143,7 +150,7 @@ class GrepTool(Tool):
             raise ToolError(f"{self.workspace.relative(start)} is not a regular file")
         if start.is_file():
             with open_regular(start, self.workspace.relative(start)) as stream:
-                if is_binary(stream.read(SNIFF_BYTES)):
+                if searched_as(stream.read(SNIFF_BYTES)) is None:
                     raise ToolError(
                         f"{self.workspace.relative(start)} is a binary file"
                     )
@@ -168,14 +175,17 @@ class GrepTool(Tool):
 
     def _rg_argv(self, binary: str, query: GrepQuery) -> list[str]:
         argv = [binary, "--no-config", "--color=never", "--no-messages", "--hidden"]
+        # --text: binary files are grep's to judge (TextFiles), not ripgrep's
+        argv.append("--text")
         argv += [f"--glob=!{d}" for d in sorted(SKIPPED_DIRS)]
-        argv += ["--sort=path", "--with-filename"]
+        # --crlf: `$` matches before a CRLF, as in the Python engine's lines
+        argv += ["--sort=path", "--with-filename", "--crlf"]
         if query.mode == "files_with_matches":
             argv.append("--files-with-matches")
         elif query.mode == "count":
             argv.append("--count")
-        else:
-            argv += ["--line-number", "--no-heading", f"--context={query.context}"]
+        else:  # the JSON report: match offsets, so long lines show windows
+            argv += ["--json", f"--context={query.context}"]
         if query.ignore_case:
             argv.append("--ignore-case")
         if query.glob:
@@ -189,6 +199,7 @@ class GrepTool(Tool):
         self, binary: str, query: GrepQuery, limit: int
     ) -> tuple[list[str], bool]:
         argv = self._rg_argv(binary, query)
+        is_text = TextFiles(self.workspace.root)
         errors = bytearray()
         async with await anyio.open_process(
             argv,
@@ -201,7 +212,15 @@ class GrepTool(Tool):
             assert proc.stderr is not None
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_read_into, proc.stderr, errors, 64 * 1024)
-                out, complete = await _read_lines(proc.stdout, limit)
+                if query.mode == "content":
+                    out, complete = await read_content_report(
+                        proc.stdout, limit, query.context, is_text
+                    )
+                else:
+                    of_text = partial(
+                        _of_text_files, is_text, counts=query.mode == "count"
+                    )
+                    out, complete = await _read_lines(proc.stdout, limit, of_text)
                 if not complete:
                     with contextlib.suppress(ProcessLookupError):
                         proc.kill()
@@ -212,11 +231,6 @@ class GrepTool(Tool):
         return out, not complete
 
 
-def _cut(line: str) -> str:
-    limit = MAX_LINE_CHARS + 200
-    return line if len(line) <= limit else f"{line[:limit]}… [line cut]"
-
-
 async def _read_into(
     stream: anyio.abc.ByteReceiveStream, into: bytearray, cap: int
 ) -> None:
@@ -225,13 +239,23 @@ async def _read_into(
             into.extend(chunk[: cap - len(into)])
 
 
+def _of_text_files(is_text: TextFiles, lines: list[str], *, counts: bool) -> list[str]:
+    """The ``path`` (or ``path:count``) lines, of ripgrep's, of files grep counts as text."""
+    return [
+        line for line in lines if is_text(line.rpartition(":")[0] if counts else line)
+    ]
+
+
 async def _read_lines(
-    stream: anyio.abc.ByteReceiveStream, want: int
+    stream: anyio.abc.ByteReceiveStream,
+    want: int,
+    keep: Callable[[list[str]], list[str]],
 ) -> tuple[list[str], bool]:
-    """Up to `want` lines, and whether they are all the stream had.
+    """Up to `want` lines `keep` keeps, and whether they are all the stream had.
 
     Stops early (returning False) once there is more than `want` lines or more
-    than `MAX_OUTPUT_BYTES` in all.
+    than `MAX_OUTPUT_BYTES` in all. `keep` runs on a worker thread (it may
+    open files), once per chunk.
     """
     buffer = bytearray()
     lines: list[str] = []
@@ -241,11 +265,13 @@ async def _read_lines(
         buffer.extend(chunk)
         *complete, rest = buffer.split(b"\n")
         buffer = bytearray(rest)
-        lines.extend(_decode(raw) for raw in complete)
+        if complete:
+            decoded = [_decode(raw) for raw in complete]
+            lines.extend(await run_in_worker_thread(partial(keep, decoded)))
         if len(lines) > want or received > MAX_OUTPUT_BYTES:
             return lines[:want], False
     if buffer:
-        lines.append(_decode(buffer))
+        lines.extend(await run_in_worker_thread(partial(keep, [_decode(buffer)])))
     return lines[:want], len(lines) <= want
 
 

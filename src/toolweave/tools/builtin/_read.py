@@ -20,13 +20,13 @@ from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import SessionState, ShownResult, ToolContext, result_digest
 from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
+from ._longline import MAX_LINE_CHARS, Line, LineReader, shown_line
 from ._readstate import fingerprint, record_read, still_shown
 from ._textfile import (
     SNIFF_BYTES,
     describe_os_error,
     image_type,
     is_binary,
-    iter_lines,
     number_lines,
     open_regular,
     reporting_os_errors,
@@ -72,6 +72,13 @@ class ReadInput(BaseModel):
     force: bool = Field(
         False,
         description="Show the content even if it is unchanged since your last read.",
+    )
+    column: int = Field(
+        1,
+        ge=1,
+        description=f"1-based character column the first line (line `offset`) starts"
+        f" at. A line over {MAX_LINE_CHARS:,} characters is cut, and its marker"
+        " gives the offset and column that read on; later lines start at column 1.",
     )
 
 
@@ -131,6 +138,8 @@ class ReadTool(Tool):
                 "Read a file in the workspace. Text comes back with line numbers "
                 "(like `cat -n`); a long file comes back a page at a time, ending "
                 "with the offset to read on from; use offset/limit for a window. "
+                "A line over 2,000 characters is cut; its marker gives its length "
+                "and the offset and column to read on from. "
                 "Images (PNG, JPEG, GIF, WebP) come back as images. Binary files "
                 "are refused. Reading a range you already read, unchanged, "
                 "returns a short note instead of the same lines."
@@ -222,7 +231,14 @@ class ReadTool(Tool):
                 "text and images. Use bash (e.g. `xxd`, `file`) to inspect it."
             )
         stream.seek(0)
-        window = _window(stream, args["offset"], args["limit"], self.max_chars, check)
+        window = _window(
+            stream,
+            args["offset"],
+            args["limit"],
+            self.max_chars,
+            check,
+            args.get("column", 1),
+        )
         return self._text(window, args, st, rel, state, path, call)
 
     def _locate(self, given: str, state: SessionState) -> tuple[Path, str]:
@@ -258,7 +274,12 @@ class ReadTool(Tool):
         span = (offset, len(window.lines) if window.more else None)
         prior = state.read_files.get(path)
         stale = prior is not None and (prior.mtime_ns, prior.size) != fingerprint(st)
-        fresh = prior is not None and not stale and not args["force"]
+        fresh = (
+            prior is not None
+            and not stale
+            and not args["force"]
+            and args.get("column", 1) == 1  # the rest of a long line is news
+        )
         if fresh and prior is not None and still_shown(state, prior, span):
             return _unchanged_note(rel, offset, window)
         body = number_lines(window.lines, offset) if window.lines else "(empty file)"
@@ -361,37 +382,50 @@ def _window(
     limit: int | None,
     max_chars: int,
     check: Callable[[], None] | None = None,
+    column: int = 1,
 ) -> _Window:
-    """Lines from `offset`: at most `limit` of them and about `max_chars` numbered.
+    """Lines from `offset` (the first from `column`): at most `limit`, about `max_chars`.
 
-    The first line is always shown (lines are cut at `MAX_LINE_CHARS`), so a
-    page never comes back empty.
+    The first line is always shown (a long line is cut at `MAX_LINE_CHARS`,
+    saying how to read on), so a page never comes back empty. Lines before
+    `offset` are skipped undecoded.
+
+    Raises:
+        ToolInputError: `column` is past the end of line `offset`.
     """
     want = limit if limit is not None else DEFAULT_LINE_LIMIT
+    reader = LineReader(stream, check)
     lines: list[str] = []
     seen = used = 0
-    invalid: list[int] = []  # numbers of shown (or about to be) lines with bad bytes
-
-    def flag() -> None:  # called while line `seen + 1` is decoded
-        if seen + 1 >= offset and len(invalid) <= want:
-            invalid.append(seen + 1)
-
-    def done(more: bool, full: bool = False) -> _Window:
-        bad = any(offset <= n < offset + len(lines) for n in invalid)
-        return _Window(lines, more, seen, full, invalid=bad)
-
-    for line in iter_lines(stream, flag, check):
+    invalid = False
+    while seen + 1 < offset:
+        if not reader.skip():
+            return _Window(lines, False, seen)
         seen += 1
-        if seen < offset:
-            continue
+    while True:
         if len(lines) == want:
-            return done(more=True)
-        cost = len(line) + _NUMBER_WIDTH
+            return _Window(lines, not reader.at_end(), seen, invalid=invalid)
+        line = reader.next(start=column - 1 if not lines else 0)
+        if line is None:
+            return _Window(lines, False, seen, invalid=invalid)
+        seen += 1
+        if not lines and column > 1:
+            _check_column(line, offset, column)
+        shown = shown_line(line, seen)
+        cost = len(shown) + _NUMBER_WIDTH
         if lines and used + cost > max_chars:
-            return done(more=True, full=True)
-        lines.append(line)
+            return _Window(lines, True, seen, full=True, invalid=invalid)
+        lines.append(shown)
         used += cost
-    return done(more=False)
+        invalid = invalid or line.invalid
+
+
+def _check_column(line: Line, number: int, column: int) -> None:
+    if line.length is not None and column > line.length:
+        raise ToolInputError(
+            f"column {column} is past the end of line {number}, which has"
+            f" {line.length:,} characters"
+        )
 
 
 def _unchanged_note(rel: str, offset: int, window: _Window) -> str:

@@ -1,15 +1,20 @@
-"""Plain file helpers for the built-in tools: opening, sniffing, numbered lines, atomic writes."""
+"""Plain file helpers for the built-in tools: opening, sniffing, numbered lines, atomic writes.
+
+Lines of any length are read by `_longline.LineReader` (re-exported here: the
+line limits and `cut_line`).
+"""
 
 from __future__ import annotations
 
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from ..._exceptions import ToolError
+from ._longline import MAX_LINE_CHARS, MAX_SCAN_LINE_BYTES, cut_line
 
 __all__ = [
     "MAX_LINE_CHARS",
@@ -20,7 +25,6 @@ __all__ = [
     "describe_os_error",
     "image_type",
     "is_binary",
-    "iter_lines",
     "number_lines",
     "open_regular",
     "reporting_os_errors",
@@ -29,15 +33,6 @@ __all__ = [
 
 SNIFF_BYTES = 8192
 """How much of a file is looked at to tell text from binary."""
-
-MAX_LINE_CHARS = 2000
-"""Longer lines are cut in results (minified files would flood the context)."""
-
-MAX_SCAN_LINE_BYTES = 64 * 1024 * 1024
-"""Longest line `iter_lines` scans for its end; it stops at a longer one."""
-
-_CHECK_EVERY = 256
-"""Reads (of at most ~8 KB each) between two cancellation checks in `iter_lines`."""
 
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -164,105 +159,6 @@ def image_type(head: bytes) -> str | None:
 def is_binary(head: bytes) -> bool:
     """True if the first bytes of a file look binary (a NUL byte, like git and grep)."""
     return b"\x00" in head
-
-
-def cut_line(line: str) -> str:
-    """`line` cut at `MAX_LINE_CHARS`, saying how long it was."""
-    if len(line) <= MAX_LINE_CHARS:
-        return line
-    return f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line)} chars]"
-
-
-def _decode(raw: bytes, cut: bool) -> tuple[str, bool]:
-    """`raw` decoded as UTF-8 with invalid bytes replaced; True if any were.
-
-    A `cut` line may end inside a multi-byte character (the cut is by bytes):
-    that partial character is dropped, not counted as invalid.
-    """
-    try:
-        return raw.decode("utf-8"), True
-    except UnicodeDecodeError as exc:
-        if cut and exc.reason == "unexpected end of data" and exc.end == len(raw):
-            return _decode(raw[: exc.start], cut=False)
-        return raw.decode("utf-8", errors="replace"), False
-
-
-def iter_lines(
-    stream: BinaryIO,
-    on_invalid: Callable[[], None] | None = None,
-    check: Callable[[], None] | None = None,
-) -> Iterator[str]:
-    """Decoded lines without terminators, cut at `MAX_LINE_CHARS`.
-
-    Reads at most a bounded amount per line, so one huge line never sits in
-    memory whole. Invalid UTF-8 is replaced, never an error; `on_invalid` is
-    called (just before such a line is yielded) so a caller can say so rather
-    than pass the replacement characters off as the file's content.
-
-    Time is bounded too. A line over `MAX_SCAN_LINE_BYTES` (a 1 TB sparse file
-    is one line of NUL bytes, and costs no disk to make) is not scanned to its
-    end: it is yielded cut, with a note, and the iteration stops there. `check`
-    (a cancellation check) is called every `_CHECK_EVERY` reads, so a caller
-    paging deep into a huge file stops at its deadline instead of running on in
-    an abandoned thread.
-    """
-    tick = _Ticker(check)
-    while True:
-        raw, extra, endless = _read_line(stream, tick)
-        if not raw:
-            return
-        text, valid = _decode(raw.rstrip(b"\n").rstrip(b"\r"), cut=extra > 0)
-        if not valid and on_invalid is not None:
-            on_invalid()
-        if endless:
-            yield (
-                f"{text[:MAX_LINE_CHARS]}… [line cut: over {MAX_SCAN_LINE_BYTES:,}"
-                " bytes; the file is not read past it (use bash, e.g. `tail -c`)]"
-            )
-            return
-        if extra:
-            text = (
-                f"{text[:MAX_LINE_CHARS]}… [line cut: about {len(raw) + extra} bytes]"
-            )
-        yield cut_line(text)
-
-
-class _Ticker:
-    """Calls a cancellation check once every `_CHECK_EVERY` ticks."""
-
-    __slots__ = ("check", "count")
-
-    def __init__(self, check: Callable[[], None] | None) -> None:
-        self.check = check
-        self.count = 0
-
-    def __call__(self) -> None:
-        self.count += 1
-        if self.check is not None and self.count % _CHECK_EVERY == 0:
-            self.check()
-
-
-def _read_line(stream: BinaryIO, tick: _Ticker) -> tuple[bytes, int, bool]:
-    """The next line's first bytes, how many more it had, and whether it was endless.
-
-    Keeps at most one bounded read of the line; the rest is read and dropped,
-    up to `MAX_SCAN_LINE_BYTES` (then the third value is True).
-    """
-    limit = MAX_LINE_CHARS * 4 + 4
-    tick()
-    raw = stream.readline(limit)
-    extra = 0
-    while raw and not raw.endswith(b"\n"):
-        tick()
-        if len(raw) + extra >= MAX_SCAN_LINE_BYTES:
-            return raw, extra, True
-        rest = stream.readline(limit)
-        if not rest:
-            break
-        extra += len(rest)
-        if rest.endswith(b"\n"):
-            break
-    return raw, extra, False
 
 
 def number_lines(lines: list[str], first: int) -> str:
