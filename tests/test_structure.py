@@ -77,6 +77,7 @@ KNOWN_LONG_MODULES = frozenset(
         "cli/_app.py",
         "cli/_session_run.py",
         "cluster/_batch.py",  # grew with batch recovery (issue 26)
+        "events.py",  # grew with the permission-wait events (issue 27)
         "execution/_audit_ops.py",
         "execution/_hooks.py",
         "execution/_rules.py",
@@ -99,6 +100,7 @@ KNOWN_PRIVATE_IMPORTS = frozenset(
         "execution/_execute.py imports tools._cancel",
         "execution/_execute.py imports tools._deadline",
         "execution/_execute.py imports tools._threads",
+        "execution/_execute.py imports tools._unawaited",  # for issue 25 item 3's package
         "integrations/_declaration.py imports tools._tool",
         "integrations/_foreign.py imports execution._audit",
         "integrations/_foreign.py imports execution._execute",
