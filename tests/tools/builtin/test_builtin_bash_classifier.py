@@ -13,7 +13,7 @@ from toolweave.messages import ToolCall
 from toolweave.scheduling._gate import classify
 from toolweave.tools import Concurrency, ToolRegistry
 from toolweave.tools.builtin import BashTool, classify_bash
-from toolweave.tools.builtin._bash_classifier import (
+from toolweave.tools.builtin.bash._classifier import (
     is_read_only,
     last_command_name,
     parse_prefixes,
@@ -673,7 +673,7 @@ def test_a_writer_anywhere_makes_the_whole_input_exclusive(command: str) -> None
 
 
 def test_a_parser_fault_is_exclusive(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolweave.tools.builtin import _bash_parse
+    from toolweave.tools.builtin.bash import _parse as _bash_parse
 
     def broken(*_args: object) -> object:
         raise RecursionError("deep")

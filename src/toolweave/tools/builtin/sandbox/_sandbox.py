@@ -57,12 +57,11 @@ from typing import Literal, final
 
 import anyio
 
-from .._sandbox_mode import SandboxMode
-from ._bash_popen import spawn_popen
-from ._bash_process import ProcessLike, Spawner
+from ..._sandbox_mode import SandboxMode
+from ._git import GitGuard, protected_git_paths
 from ._landlock import FS_READ, SCOPES_ABI, fs_all, fs_file_write, landlock_abi
-from ._sandbox_git import GitGuard, protected_git_paths
-from ._sandbox_spawn import spawn_landlocked, spawn_scoped
+from ._popen import ProcessLike, Spawner, spawn_popen
+from ._spawn import spawn_landlocked, spawn_scoped
 
 __all__ = [
     "Backend",

@@ -14,8 +14,8 @@ import logging
 import re
 from pathlib import Path
 
-from .._context import SessionState
-from .._sandbox_mode import SandboxMode
+from ..._context import SessionState
+from ..._sandbox_mode import SandboxMode
 from ._sandbox import Confinement
 
 __all__ = ["refusal_note", "restored_note", "unconfined_notice"]

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ._bash_git import git_read_only
-from ._bash_options import OptionSpec, first_operand, option_width, options_ok, spec
-from ._bash_sed import sed_script_read_only
+from ._git import git_read_only
+from ._options import OptionSpec, first_operand, option_width, options_ok, spec
+from ._sed import sed_script_read_only
 
 __all__ = ["COMMANDS", "CONSERVATIVE", "argv_read_only", "unwrapped_start"]
 

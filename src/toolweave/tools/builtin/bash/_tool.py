@@ -10,26 +10,32 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
-from .._access import Access, Concurrency, Interrupt, Warrant
-from .._context import ToolContext
-from .._sandbox_mode import SandboxMode, sandbox_mode
-from .._tool import PermissionCheck, Tool
-from ._bash_classifier import (
+from ...._exceptions import ToolError, ToolInputError, ToolTimeoutError
+from ..._access import Access, Concurrency, Interrupt, Warrant
+from ..._context import ToolContext
+from ..._sandbox_mode import SandboxMode, sandbox_mode
+from ..._tool import PermissionCheck, Tool
+from .._readstate import changed_read_files, read_fingerprints
+from .._workspace import Workspace
+from ..sandbox import (
+    Backend,
+    Sandbox,
+    conservative_read_only,
+    refusal_note,
+    restored_note,
+    unconfined_notice,
+)
+from ._classifier import (
     Prefixes,
     classify_bash,
     last_command_name,
     parse_prefixes,
     read_only_form,
 )
-from ._bash_git import GIT_READ_UNSET, git_read_env
-from ._bash_parse import parse_script
-from ._bash_process import ShellOutcome, run_shell
-from ._bash_rules import ShellCommand, command_parts
-from ._readstate import changed_read_files, read_fingerprints
-from ._sandbox import Backend, Sandbox, conservative_read_only
-from ._sandbox_notes import refusal_note, restored_note, unconfined_notice
-from ._workspace import Workspace
+from ._git import GIT_READ_UNSET, git_read_env
+from ._parse import parse_script
+from ._process import ShellOutcome, run_shell
+from ._rules import ShellCommand, command_parts
 
 __all__ = ["BashTool"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._bash_options import OptionSpec, first_operand, options_ok, spec
+from ._options import OptionSpec, first_operand, options_ok, spec
 
 __all__ = [
     "GIT_READ_UNSET",

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from ..._exceptions import ConfigError
-from .._access import Concurrency
-from ._bash_commands import argv_read_only, unwrapped_start
-from ._bash_git import NO_TEXTCONV, git_read_only, git_subcommand
-from ._bash_parse import Script, SimpleCommand, Unparsed, parse_script
+from ...._exceptions import ConfigError
+from ..._access import Concurrency
+from ._commands import argv_read_only, unwrapped_start
+from ._git import NO_TEXTCONV, git_read_only, git_subcommand
+from ._parse import Script, SimpleCommand, Unparsed, parse_script
 
 __all__ = [
     "ReadOnlyVerdict",
