@@ -7,6 +7,8 @@ package imports it; it never imports the bash package (an import-linter
 contract holds that).
 """
 
+from ._git import protected_git_paths as protected_git_paths
+from ._grants import Grant as Grant
 from ._notes import refusal_note as refusal_note
 from ._notes import restored_note as restored_note
 from ._notes import unconfined_notice as unconfined_notice
@@ -25,11 +27,13 @@ __all__ = [
     "SPAWN_STDIO",
     "Backend",
     "Confinement",
+    "Grant",
     "PopenProcess",
     "ProcessLike",
     "Sandbox",
     "Spawner",
     "conservative_read_only",
+    "protected_git_paths",
     "refusal_note",
     "restored_note",
     "sandbox_backend",
