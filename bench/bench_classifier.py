@@ -19,9 +19,9 @@ import argparse
 import statistics
 import time
 
-from toolweave.tools.builtin._bash_classifier import read_only_verdict
-from toolweave.tools.builtin._bash_parse import parse_script
-from toolweave.tools.builtin._bash_rules import command_parts
+from toolweave.tools.builtin.bash._classifier import read_only_verdict
+from toolweave.tools.builtin.bash._parse import parse_script
+from toolweave.tools.builtin.bash._rules import command_parts
 
 TARGET_MS = 2.0
 

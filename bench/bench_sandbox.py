@@ -10,7 +10,7 @@ machine noise hits all alike; the median round counts. Target (issue 11): the
 read-only sandbox adds at most 5 ms per spawn over a plain one.
 
 Part 2 records why Landlock is applied from a restricted spawner thread
-(`_sandbox_spawn`): the same spawn done with ``preexec_fn`` (forces fork
+(`sandbox/_spawn.py`): the same spawn done with ``preexec_fn`` (forces fork
 instead of vfork) or through a Python helper that applies Landlock and execs.
 """
 
@@ -30,15 +30,15 @@ import anyio
 
 import toolweave  # noqa: F401 - a parent as big as a real agent process
 from toolweave.tools import SandboxMode
-from toolweave.tools.builtin._bash_process import run_shell
-from toolweave.tools.builtin._landlock import (
+from toolweave.tools.builtin.bash._process import run_shell
+from toolweave.tools.builtin.sandbox._landlock import (
     FS_READ,
     Ruleset,
     enforce_in_child,
     fs_file_write,
     landlock_abi,
 )
-from toolweave.tools.builtin._sandbox import Backend, Sandbox, backend_available
+from toolweave.tools.builtin.sandbox._sandbox import Backend, Sandbox, backend_available
 
 TARGET_MS = 5.0
 Variant = Callable[[], Awaitable[None]]
@@ -146,7 +146,7 @@ def _sync_thread() -> None:
 
 
 _HELPER = (
-    "import os, sys; from toolweave.tools.builtin import _landlock as L;"
+    "import os, sys; from toolweave.tools.builtin.sandbox import _landlock as L;"
     "r = L.Ruleset([('/', L.FS_READ)]); L.enforce_in_child(r.fd);"
     "os.execvp('bash', ['bash', '-c', 'true'])"
 )

@@ -17,7 +17,7 @@ from toolweave.execution import PermissionRules, ToolRunner
 from toolweave.execution._rules import _words_match
 from toolweave.messages import ToolCall
 from toolweave.tools.builtin import BashTool, ShellCommand
-from toolweave.tools.builtin._bash_rules import command_parts
+from toolweave.tools.builtin.bash._rules import command_parts
 
 NAMES = ("bash",)
 

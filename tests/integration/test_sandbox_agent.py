@@ -25,8 +25,8 @@ from toolweave.execution import (
     PreToolUseInput,
 )
 from toolweave.models import ScriptedModel
-from toolweave.tools.builtin import _bash as bash_module
-from toolweave.tools.builtin._sandbox import Backend, backend_available
+from toolweave.tools.builtin.bash import _tool as bash_module
+from toolweave.tools.builtin.sandbox._sandbox import Backend, backend_available
 
 BYPASS = PermissionMode.BYPASS  # the sandbox is under test, not permissions
 

@@ -11,7 +11,7 @@ from builtin_support import leftovers, run
 from toolweave._exceptions import ToolError, ToolInputError, ToolTimeoutError
 from toolweave.tools import Access, Concurrency, Interrupt, SessionState
 from toolweave.tools.builtin import BashTool, ReadTool
-from toolweave.tools.builtin._bash_process import OutputCapture
+from toolweave.tools.builtin.bash._process import OutputCapture
 
 pytestmark = pytest.mark.anyio
 

@@ -35,18 +35,14 @@ from toolweave.execution import PermissionMode
 from toolweave.messages import ToolCall
 from toolweave.models import ScriptedModel
 from toolweave.tools import Concurrency, SandboxMode, SessionState, ToolContext
-from toolweave.tools.builtin import (
-    BashTool,
-    _bash_popen,
-    _landlock,
-    _sandbox,
-    coding_tools,
-)
-from toolweave.tools.builtin._bash import MAX_COMMAND_BYTES
-from toolweave.tools.builtin._bash_popen import _FdReceiveStream
-from toolweave.tools.builtin._bash_reap import kill_leftovers
-from toolweave.tools.builtin._landlock import SCOPES_ABI, landlock_abi
-from toolweave.tools.builtin._sandbox import Backend, backend_available
+from toolweave.tools.builtin import BashTool, coding_tools
+from toolweave.tools.builtin.bash._reap import kill_leftovers
+from toolweave.tools.builtin.bash._tool import MAX_COMMAND_BYTES
+from toolweave.tools.builtin.sandbox import _landlock, _sandbox
+from toolweave.tools.builtin.sandbox import _popen as _bash_popen
+from toolweave.tools.builtin.sandbox._landlock import SCOPES_ABI, landlock_abi
+from toolweave.tools.builtin.sandbox._popen import _FdReceiveStream
+from toolweave.tools.builtin.sandbox._sandbox import Backend, backend_available
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

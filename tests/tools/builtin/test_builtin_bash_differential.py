@@ -16,9 +16,9 @@ import random
 import subprocess
 from pathlib import Path
 
-from toolweave.tools.builtin._bash_classifier import read_only_verdict
-from toolweave.tools.builtin._bash_parse import Unparsed, parse_script
-from toolweave.tools.builtin._bash_rules import command_parts
+from toolweave.tools.builtin.bash._classifier import read_only_verdict
+from toolweave.tools.builtin.bash._parse import Unparsed, parse_script
+from toolweave.tools.builtin.bash._rules import command_parts
 
 MARK = "printf %s%s\\\\n R AN"
 

@@ -18,8 +18,9 @@ import pytest
 
 import toolweave as tw
 from toolweave.models import ScriptedModel
-from toolweave.tools.builtin import _bash_parse, coding_tools
-from toolweave.tools.builtin._bash import BashTool
+from toolweave.tools.builtin import coding_tools
+from toolweave.tools.builtin.bash import _parse as _bash_parse
+from toolweave.tools.builtin.bash._tool import BashTool
 
 COMMANDS = ["ls -la", "grep -rn a .", "wc -l a.txt", "touch b.txt"]
 

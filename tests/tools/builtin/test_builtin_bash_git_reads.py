@@ -95,7 +95,7 @@ async def test_status_does_not_rewrite_the_index(
 
 
 def test_overrides_are_appended_after_the_users_own() -> None:
-    from toolweave.tools.builtin._bash_git import git_read_env
+    from toolweave.tools.builtin.bash._git import git_read_env
 
     env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name"}
     extra = git_read_env(env)

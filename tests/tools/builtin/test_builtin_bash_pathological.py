@@ -22,12 +22,14 @@ import pytest
 import toolweave as tw
 from toolweave.execution import PermissionRules
 from toolweave.models import ScriptedModel
-from toolweave.tools.builtin import _bash_classifier, _bash_parse, coding_tools
-from toolweave.tools.builtin._bash_classifier import (
+from toolweave.tools.builtin import coding_tools
+from toolweave.tools.builtin.bash import _classifier as _bash_classifier
+from toolweave.tools.builtin.bash import _parse as _bash_parse
+from toolweave.tools.builtin.bash._classifier import (
     read_only_verdict,
     read_only_verdict_async,
 )
-from toolweave.tools.builtin._bash_rules import command_parts
+from toolweave.tools.builtin.bash._rules import command_parts
 
 DEPTH = 10_000
 

@@ -20,8 +20,8 @@ from toolweave._exceptions import ToolError
 from toolweave.execution import PermissionRules
 from toolweave.tools import SessionState
 from toolweave.tools.builtin import BashTool, ShellCommand
-from toolweave.tools.builtin._bash_classifier import is_read_only, parse_prefixes
-from toolweave.tools.builtin._sandbox import Backend, backend_available
+from toolweave.tools.builtin.bash._classifier import is_read_only, parse_prefixes
+from toolweave.tools.builtin.sandbox._sandbox import Backend, backend_available
 
 # -- classifier: writers it called read-only ---------------------------------------
 

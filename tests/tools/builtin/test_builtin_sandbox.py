@@ -19,11 +19,15 @@ from builtin_support import leftovers, run
 from toolweave._exceptions import ConfigError, ToolError, ToolTimeoutError
 from toolweave.tools import Concurrency, SandboxMode, SessionState
 from toolweave.tools.builtin import BashTool, conservative_read_only
-from toolweave.tools.builtin import _bash as bash_module
-from toolweave.tools.builtin import _sandbox as sandbox_module
-from toolweave.tools.builtin._landlock import landlock_abi
-from toolweave.tools.builtin._sandbox import Backend, _landlock_rules, backend_available
-from toolweave.tools.builtin._sandbox_spawn import spawn_landlocked
+from toolweave.tools.builtin.bash import _tool as bash_module
+from toolweave.tools.builtin.sandbox import _sandbox as sandbox_module
+from toolweave.tools.builtin.sandbox._landlock import landlock_abi
+from toolweave.tools.builtin.sandbox._sandbox import (
+    Backend,
+    _landlock_rules,
+    backend_available,
+)
+from toolweave.tools.builtin.sandbox._spawn import spawn_landlocked
 
 pytestmark = pytest.mark.anyio
 

@@ -12,11 +12,6 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._bash import BashTool as BashTool
-    from ._bash_classifier import classify_bash as classify_bash
-    from ._bash_classifier import parse_prefixes as parse_prefixes
-    from ._bash_rules import CommandParts as CommandParts
-    from ._bash_rules import ShellCommand as ShellCommand
     from ._coding import coding_tools as coding_tools
     from ._edit import EditTool as EditTool
     from ._edit import WriteTool as WriteTool
@@ -25,23 +20,28 @@ if TYPE_CHECKING:
     from ._grep import find_ripgrep as find_ripgrep
     from ._html import html_to_text as html_to_text
     from ._read import ReadTool as ReadTool
-    from ._sandbox import conservative_read_only as conservative_read_only
-    from ._sandbox import sandbox_backend as sandbox_backend
     from ._todo import TodoItem as TodoItem
     from ._todo import TodoReadTool as TodoReadTool
     from ._todo import TodoWriteTool as TodoWriteTool
     from ._web_fetch import WebFetchTool as WebFetchTool
     from ._workspace import Workspace as Workspace
+    from .bash import BashTool as BashTool
+    from .bash import CommandParts as CommandParts
+    from .bash import ShellCommand as ShellCommand
+    from .bash import classify_bash as classify_bash
+    from .bash import parse_prefixes as parse_prefixes
+    from .sandbox import conservative_read_only as conservative_read_only
+    from .sandbox import sandbox_backend as sandbox_backend
 
 # Imported on first use: `import toolweave` loads no built-in tool (nor tree-sitter).
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "BashTool": "._bash",
-        "classify_bash": "._bash_classifier",
-        "parse_prefixes": "._bash_classifier",
-        "CommandParts": "._bash_rules",
-        "ShellCommand": "._bash_rules",
+        "BashTool": ".bash",
+        "classify_bash": ".bash",
+        "parse_prefixes": ".bash",
+        "CommandParts": ".bash",
+        "ShellCommand": ".bash",
         "coding_tools": "._coding",
         "EditTool": "._edit",
         "WriteTool": "._edit",
@@ -50,8 +50,8 @@ __getattr__, __dir__ = lazy_exports(
         "find_ripgrep": "._grep",
         "html_to_text": "._html",
         "ReadTool": "._read",
-        "conservative_read_only": "._sandbox",
-        "sandbox_backend": "._sandbox",
+        "conservative_read_only": ".sandbox",
+        "sandbox_backend": ".sandbox",
         "TodoItem": "._todo",
         "TodoReadTool": "._todo",
         "TodoWriteTool": "._todo",

@@ -6,15 +6,15 @@ import os
 
 from .._sandbox_mode import SandboxMode
 from .._tool import Tool
-from ._bash import BashTool
 from ._edit import EditTool, WriteTool
 from ._glob import GlobTool
 from ._grep import GrepTool
 from ._read import ReadTool
-from ._sandbox import Backend
 from ._todo import TodoReadTool, TodoWriteTool
 from ._web_fetch import WebFetchTool
 from ._workspace import Workspace
+from .bash import BashTool
+from .sandbox import Backend
 
 __all__ = ["coding_tools"]
 

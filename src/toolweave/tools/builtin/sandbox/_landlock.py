@@ -43,6 +43,7 @@ __all__ = [
     "Ruleset",
     "enforce_in_child",
     "fs_all",
+    "fs_create_beneath",
     "fs_file_write",
     "landlock_abi",
 ]
@@ -129,6 +130,21 @@ def fs_all(abi: int) -> int:
         rights |= _TRUNCATE
     if abi >= 5:
         rights |= _IOCTL_DEV
+    return rights
+
+
+_MAKE_DIR = 1 << 7
+_MAKE_REG = 1 << 8
+
+
+def fs_create_beneath(abi: int) -> int:
+    """Rights to create directories and regular files beneath a directory.
+
+    And to write them. No removal, no rename or link (REFER), no special files.
+    """
+    rights = FS_READ | WRITE_FILE | _MAKE_DIR | _MAKE_REG
+    if abi >= 3:
+        rights |= _TRUNCATE
     return rights
 
 

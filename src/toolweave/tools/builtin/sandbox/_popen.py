@@ -22,16 +22,23 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 
-__all__ = ["SPAWN_STDIO", "PopenProcess", "popen", "spawn_popen"]
+__all__ = [
+    "SPAWN_STDIO",
+    "PopenProcess",
+    "ProcessLike",
+    "Spawner",
+    "popen",
+    "spawn_popen",
+]
 
 _READ_SIZE = 65_536
 
@@ -164,3 +171,40 @@ async def spawn_popen(
 
 def _started(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> PopenProcess:
     return PopenProcess(popen(argv, cwd, env))
+
+
+class ProcessLike(Protocol):
+    """What `run_shell` uses of a started process (`anyio.abc.Process` has it)."""
+
+    @property
+    def pid(self) -> int:
+        """The process id (and, in a new session, its group id)."""
+        ...
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream | None:
+        """stdout, with stderr folded in."""
+        ...
+
+    @property
+    def output_inode(self) -> int | None:
+        """The inode of the stdout pipe, to find who else holds it; None if unknown."""
+        ...
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once known."""
+        ...
+
+    async def wait(self) -> int:
+        """Wait for the exit."""
+        ...
+
+    async def aclose(self) -> None:
+        """Reap the process and close its streams."""
+        ...
+
+
+Spawner = Callable[[Sequence[str], Path, Mapping[str, str]], Awaitable[ProcessLike]]
+"""Starts ``argv`` in ``cwd`` with ``env``, in a new session, stdin /dev/null,
+stderr into stdout (a sandbox supplies its own)."""

@@ -14,8 +14,8 @@ import logging
 import re
 from pathlib import Path
 
-from .._context import SessionState
-from .._sandbox_mode import SandboxMode
+from ..._context import SessionState
+from ..._sandbox_mode import SandboxMode
 from ._sandbox import Confinement
 
 __all__ = ["refusal_note", "restored_note", "unconfined_notice"]
@@ -44,12 +44,14 @@ def refusal_note(
     forced: bool,
     configured: SandboxMode,
     root: Path,
+    writable: tuple[str, ...] = (),
 ) -> str | None:
     """The note for a confined call whose output shows a refused write, or None.
 
     `forced`: the call ran read-only because the classifier judged it
     read-only (it may have run in parallel); `configured`: the mode the call
-    would get on its own.
+    would get on its own; `writable`: the paths its parse declared and the
+    sandbox left writable (a declared writer), if any.
     """
     found = _REFUSED.search(output)
     if confinement.backend is None or found is None:
@@ -63,6 +65,14 @@ def refusal_note(
             f" choose programs (config, hooks, commondir, info/attributes) stay"
             f" read-only; any other write is refused. The {error!r} above may be"
             f" such a refusal. {_USER_HINT}]"
+        )
+    if forced and writable:
+        return (
+            f"[sandbox: this command's writes were declared from its parse"
+            f" ({', '.join(writable)}), so it ran in the read-only sandbox {how} with"
+            f" only those writable; every other write is refused there, so nothing"
+            f" else was written. The {error!r} above may be such a refusal."
+            f" {_WRITES_HINT.format(mode=configured.value)}]"
         )
     if forced and configured is not SandboxMode.READ_ONLY:
         why = f"this command was judged read-only, so it ran in the read-only sandbox {how}"

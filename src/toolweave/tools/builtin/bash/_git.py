@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._bash_options import OptionSpec, first_operand, options_ok, spec
+from ._options import OptionSpec, first_operand, options_ok, spec
 
 __all__ = [
     "GIT_READ_UNSET",
@@ -215,10 +215,26 @@ _CONFIG = spec("lz", "", "list get get-all get-regexp get-urlmatch get-color "
                "null name-only includes no-includes", "file blob type default")  # fmt: skip
 
 
+_LIST_FILTERS = (
+    "--points-at",
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+)
+"""Options after which git branch/tag list (git's documentation: each implies
+``--list``); their value is a commit, and any further operand a pattern."""
+
+
 def _listing(args: Argv, options: OptionSpec) -> bool:
-    """branch/tag: read-only when listing: no name, or an explicit -l/--list."""
+    """branch/tag: read-only when listing: no name, an explicit -l/--list, or a filter."""
     names = [a for a in args if a is not None and not a.startswith("-")]
-    listing = "-l" in args or "--list" in args or "--show-current" in args
+    listing = (
+        "-l" in args
+        or "--list" in args
+        or "--show-current" in args
+        or any(a is not None and a.split("=", 1)[0] in _LIST_FILTERS for a in args)
+    )
     return options_ok(args, options) and (not names or listing)
 
 

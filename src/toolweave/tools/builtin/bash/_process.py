@@ -5,17 +5,16 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 
-from ._bash_popen import SPAWN_STDIO, spawn_popen
-from ._bash_reap import kill_leftovers
+from ..sandbox import SPAWN_STDIO, ProcessLike, Spawner, spawn_popen
+from ._reap import kill_leftovers
 
 __all__ = [
     "SPAWN_STDIO",
@@ -93,43 +92,6 @@ class ShellOutcome:
     """The shell's exit status (negative: killed by that signal); None if unknown."""
     timed_out: bool
     """True if the timeout ended it."""
-
-
-class ProcessLike(Protocol):
-    """What `run_shell` uses of a started process (`anyio.abc.Process` has it)."""
-
-    @property
-    def pid(self) -> int:
-        """The process id (and, in a new session, its group id)."""
-        ...
-
-    @property
-    def stdout(self) -> anyio.abc.ByteReceiveStream | None:
-        """stdout, with stderr folded in."""
-        ...
-
-    @property
-    def output_inode(self) -> int | None:
-        """The inode of the stdout pipe, to find who else holds it; None if unknown."""
-        ...
-
-    @property
-    def returncode(self) -> int | None:
-        """The exit status once known."""
-        ...
-
-    async def wait(self) -> int:
-        """Wait for the exit."""
-        ...
-
-    async def aclose(self) -> None:
-        """Reap the process and close its streams."""
-        ...
-
-
-Spawner = Callable[[Sequence[str], Path, Mapping[str, str]], Awaitable[ProcessLike]]
-"""Starts ``argv`` in ``cwd`` with ``env``, in a new session, stdin /dev/null,
-stderr into stdout (a sandbox supplies its own)."""
 
 
 def _kill_group(pid: int) -> None:

@@ -5,31 +5,40 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..._exceptions import ToolError, ToolInputError, ToolTimeoutError
-from .._access import Access, Concurrency, Interrupt, Warrant
-from .._context import ToolContext
-from .._sandbox_mode import SandboxMode, sandbox_mode
-from .._tool import PermissionCheck, Tool
-from ._bash_classifier import (
+from ...._exceptions import ToolError, ToolInputError, ToolTimeoutError
+from ..._access import Access, Concurrency, Interrupt, Warrant
+from ..._context import ToolContext
+from ..._sandbox_mode import SandboxMode, sandbox_mode
+from ..._tool import PermissionCheck, Tool
+from .._readstate import changed_read_files, read_fingerprints
+from .._workspace import Workspace
+from ..sandbox import (
+    Backend,
+    Grant,
+    Sandbox,
+    conservative_read_only,
+    refusal_note,
+    restored_note,
+    unconfined_notice,
+)
+from ._classifier import (
     Prefixes,
     classify_bash,
     last_command_name,
     parse_prefixes,
     read_only_form,
 )
-from ._bash_git import GIT_READ_UNSET, git_read_env
-from ._bash_parse import parse_script
-from ._bash_process import ShellOutcome, run_shell
-from ._bash_rules import ShellCommand, command_parts
-from ._readstate import changed_read_files, read_fingerprints
-from ._sandbox import Backend, Sandbox, conservative_read_only
-from ._sandbox_notes import refusal_note, restored_note, unconfined_notice
-from ._workspace import Workspace
+from ._git import GIT_READ_UNSET, git_read_env
+from ._parse import parse_script
+from ._process import ShellOutcome, run_shell
+from ._rules import ShellCommand, command_parts
+from ._writes import declared_writes
 
 __all__ = ["BashTool"]
 
@@ -95,6 +104,10 @@ class BashInput(BaseModel):
         return value
 
 
+_DECLARED_KEPT = 256
+"""Declared grants remembered (the most recent commands)."""
+
+
 class BashTool(Tool):
     """Run a bash command with the workspace root as working directory.
 
@@ -151,6 +164,8 @@ class BashTool(Tool):
         self.env = {**(os.environ if env is None else env), **_ENV}
         """The environment commands run with."""
         self.read_only_commands: Prefixes = parse_prefixes(read_only_commands)
+        self._declared: dict[str, tuple[Grant, ...]] = {}
+        """The write grants last declared to the gate per command (`access_for`)."""
         """User-declared read-only command prefixes (``("bd", "show")``), see `teach`."""
         super().__init__(
             name="bash",
@@ -222,7 +237,25 @@ class BashTool(Tool):
         )
         if unenforced and not conservative_read_only(args["command"]):
             return Concurrency.SEQUENTIAL
+        if verdict is Concurrency.SEQUENTIAL and not unenforced and self._grants(args):
+            return Concurrency.SAFE  # its declared writes are all it can write
         return verdict
+
+    def _read_only(self, args: dict[str, Any]) -> bool:
+        """SAFE and writing nothing: the classifier's read-only verdict."""
+        return self.concurrency_for(args) is Concurrency.SAFE and not self._grants(args)
+
+    def _grants(self, args: dict[str, Any]) -> tuple[Grant, ...]:
+        """The writes the parse declares (see `declared_writes`); () if not known.
+
+        Only where a backend enforces them: with none they are never used.
+        """
+        if (
+            args.get("writes")
+            or self.sandbox.backend_for(SandboxMode.READ_ONLY) is None
+        ):
+            return ()
+        return declared_writes(args["command"], self.workspace.root) or ()
 
     def permission_subject(self, args: dict[str, Any]) -> ShellCommand:
         """The command, for rules such as ``bash(git log:*)``: rules see every part."""
@@ -237,7 +270,7 @@ class BashTool(Tool):
         else needs an allow rule, a hook's allow, bypass mode or the user's yes.
         """
         del ctx
-        if self.concurrency_for(args) is Concurrency.SAFE:
+        if self._read_only(args):  # declared writes are still writes: they ask
             return PermissionCheck()
         command = ShellCommand(args["command"])
         return PermissionCheck(
@@ -247,9 +280,17 @@ class BashTool(Tool):
         )
 
     def access_for(self, args: dict[str, Any]) -> Access | None:
-        """Reads the workspace when read-only; undeclared (a barrier) otherwise."""
+        """Reads the workspace when SAFE, and writes its enforced grants; else a barrier."""
+        self._declared.pop(args["command"], None)
         if self.concurrency_for(args) is Concurrency.SAFE:
-            return Access(reads=(Workspace.key(self.workspace.root), "proc:bash"))
+            grants = self._grants(args)
+            if grants:  # what the gate schedules by: the run checks it still holds
+                self._declared[args["command"]] = grants
+                while len(self._declared) > _DECLARED_KEPT:
+                    del self._declared[next(iter(self._declared))]
+            writes = tuple(Workspace.key(Path(g.path)) for g in grants)
+            reads = (Workspace.key(self.workspace.root), "proc:bash")
+            return Access(reads=reads, writes=writes)
         return None
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -285,6 +326,7 @@ class BashTool(Tool):
         self, command: str, args: dict[str, Any], ctx: ToolContext, limit: float
     ) -> tuple[ShellOutcome, list[str]]:
         """Run under the call's sandbox mode; the outcome and the notes it earned."""
+        declared = self._declared.get(command)
         forced = self.concurrency_for(args) is Concurrency.SAFE
         configured = ctx.state.sandbox or self.sandbox_mode
         mode = SandboxMode.READ_ONLY if forced else configured
@@ -292,7 +334,14 @@ class BashTool(Tool):
         if forced:  # may run in parallel: git reads run no configured programs
             run = await anyio.to_thread.run_sync(read_only_form, command)
             env = _read_only_env(env)
-        async with self.sandbox.confine(mode, self.workspace.root) as confined:
+        grants = self._grants(args) if forced else ()
+        if declared is not None and declared != grants:
+            raise ToolError(
+                "not run: the paths this command writes changed between its"
+                " declaration and its start (a link or a directory moved);"
+                " nothing was written. Run it again."
+            )
+        async with self.sandbox.confine(mode, self.workspace.root, grants) as confined:
             try:
                 outcome = await run_shell(
                     run,
@@ -313,6 +362,7 @@ class BashTool(Tool):
                 forced=forced,
                 configured=configured,
                 root=self.workspace.root,
+                writable=tuple(g.path for g in grants),
             ),
             restored_note(confined.restored),
         ]

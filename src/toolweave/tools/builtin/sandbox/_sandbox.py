@@ -57,12 +57,20 @@ from typing import Literal, final
 
 import anyio
 
-from .._sandbox_mode import SandboxMode
-from ._bash_popen import spawn_popen
-from ._bash_process import ProcessLike, Spawner
-from ._landlock import FS_READ, SCOPES_ABI, fs_all, fs_file_write, landlock_abi
-from ._sandbox_git import GitGuard, protected_git_paths
-from ._sandbox_spawn import spawn_landlocked, spawn_scoped
+from ...._exceptions import ToolError
+from ..._sandbox_mode import SandboxMode
+from ._git import GitGuard, protected_git_paths
+from ._grants import Grant
+from ._landlock import (
+    FS_READ,
+    SCOPES_ABI,
+    fs_all,
+    fs_create_beneath,
+    fs_file_write,
+    landlock_abi,
+)
+from ._popen import ProcessLike, Spawner, spawn_popen
+from ._spawn import spawn_landlocked, spawn_scoped
 
 __all__ = [
     "Backend",
@@ -242,13 +250,22 @@ class Sandbox:
         return sandbox_backend(mode)
 
     @asynccontextmanager
-    async def confine(self, mode: SandboxMode, cwd: Path) -> AsyncIterator[Confinement]:
+    async def confine(
+        self, mode: SandboxMode, cwd: Path, grants: Sequence[Grant] = ()
+    ) -> AsyncIterator[Confinement]:
         """Prepare one call in `mode`; clean up (temp dir, git guard) afterwards.
+
+        `grants` (read-only mode only): the paths the command may still write,
+        each exactly (a file) or with creations beneath it (a directory); the
+        caller declared them as the call's write keys, and this makes them the
+        only writes the kernel allows.
 
         Checkpoints: the git guard's snapshot and restore and the temp dir's
         removal run in worker threads (a command can make them large).
         """
         backend = self.backend_for(mode)
+        if grants and mode is not SandboxMode.READ_ONLY:
+            raise ToolError("write grants confine a read-only call only")
         confinement = Confinement(mode, backend)
         if backend is None:
             yield confinement
@@ -260,7 +277,7 @@ class Sandbox:
         guard = None  # files a mount cannot cover; walked off the loop
         if tmp is not None:
             guard = await anyio.to_thread.run_sync(GitGuard, self.root)
-        confinement.spawn = self._spawner(backend, tmp, cwd)
+        confinement.spawn = self._spawner(backend, tmp, cwd, grants)
         try:
             yield confinement
         finally:
@@ -273,10 +290,12 @@ class Sandbox:
                         lambda: shutil.rmtree(tmp, ignore_errors=True)
                     )
 
-    def _spawner(self, backend: Backend, tmp: Path | None, cwd: Path) -> Spawner:
+    def _spawner(
+        self, backend: Backend, tmp: Path | None, cwd: Path, grants: Sequence[Grant]
+    ) -> Spawner:
         """Starts a command confined by `backend`; `tmp` given = workspace-write."""
         if backend == "landlock":
-            rules = _landlock_rules(self.root, tmp)
+            rules = _landlock_rules(self.root, tmp, grants)
 
             async def landlocked(
                 argv: Sequence[str], cwd: Path, env: Mapping[str, str]
@@ -286,7 +305,7 @@ class Sandbox:
                 )
 
             return landlocked
-        prefix = _bwrap_argv(self.root, tmp, cwd, network=self.network)
+        prefix = _bwrap_argv(self.root, tmp, cwd, network=self.network, grants=grants)
         scoped = _bwrap_scopable()
 
         async def bwrapped(
@@ -304,15 +323,27 @@ def _private_tmp() -> Path:
     return Path(tempfile.mkdtemp(prefix="toolweave-sandbox-")).resolve()
 
 
-def _landlock_rules(root: Path, tmp: Path | None) -> list[tuple[str, int]]:
+def _landlock_rules(
+    root: Path, tmp: Path | None, grants: Sequence[Grant] = ()
+) -> list[tuple[str, int]]:
     abi = landlock_abi()
     rules = [("/", FS_READ)] + [(d, fs_file_write(abi)) for d in _DEVICES]
+    for grant in grants:
+        rights = fs_file_write(abi) if grant.kind == "file" else fs_create_beneath(abi)
+        rules.append((grant.path, rights))
     if tmp is not None:
         rules += [(str(root), fs_all(abi)), (str(tmp), fs_all(abi))]
     return rules
 
 
-def _bwrap_argv(root: Path, tmp: Path | None, cwd: Path, *, network: bool) -> list[str]:
+def _bwrap_argv(
+    root: Path,
+    tmp: Path | None,
+    cwd: Path,
+    *,
+    network: bool,
+    grants: Sequence[Grant] = (),
+) -> list[str]:
     """The bwrap command prefix confining one call.
 
     All of ``/`` read-only; with `tmp` (workspace-write) the workspace and
@@ -335,4 +366,6 @@ def _bwrap_argv(root: Path, tmp: Path | None, cwd: Path, *, network: bool) -> li
             real = os.path.realpath(path)
             if Path(real).is_relative_to(root):
                 argv += ["--ro-bind", real, real]
+    for grant in grants:  # a read-only call's declared writes, and nothing else
+        argv += ["--bind", grant.path, grant.path]
     return [*argv, "--chdir", str(cwd), "--"]

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from ._bash_popen import PopenProcess, popen
 from ._landlock import Ruleset, enforce_in_child
+from ._popen import PopenProcess, popen
 
 __all__ = ["spawn_landlocked", "spawn_scoped"]
 

@@ -4,12 +4,17 @@ A command is read-only (SAFE, may run in parallel) only if
 
 - it parsed completely within the time and size bounds (`parse_script`);
 - nothing in it assigns, evaluates arithmetic or subscripts, redirects output
-  to a file, runs in the background, defines a function, or uses syntax this
-  module does not know (the parse's *hazards*);
+  to a file, defines a function, or uses syntax this module does not know
+  (the parse's *hazards*; a read-only job sent to the background with ``&`` is
+  read-only: the bash tool kills it with the session when the shell exits);
 - every simple command anywhere in it — in lists, pipelines, subshells,
   command and input process substitutions, conditions — is read-only by the
   built-in allow-list (`argv_read_only`: the command *and every option*) or
-  starts with a prefix the user declared read-only (`read_only_commands`).
+  starts with a prefix the user declared read-only (`read_only_commands`), or
+  is ``bash -c 'SCRIPT'`` / ``sh -c`` / ``bash -lc`` whose literal SCRIPT is
+  itself read-only by these rules (`_shell_script`);
+- a ``~`` / ``~/path`` operand counts as an absolute path (bash expands it to
+  ``$HOME``, never to an option).
 
 Anything else is SEQUENTIAL, including any failure. With ``conservative=True``
 (no OS sandbox to make a wrong answer harmless) only a core of plain readers
@@ -28,11 +33,11 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from ..._exceptions import ConfigError
-from .._access import Concurrency
-from ._bash_commands import argv_read_only, unwrapped_start
-from ._bash_git import NO_TEXTCONV, git_read_only, git_subcommand
-from ._bash_parse import Script, SimpleCommand, Unparsed, parse_script
+from ...._exceptions import ConfigError
+from ..._access import Concurrency
+from ._commands import argv_read_only, unwrapped_start
+from ._git import NO_TEXTCONV, git_read_only, git_subcommand
+from ._parse import Script, SimpleCommand, Unparsed, literal_word, parse_script
 
 __all__ = [
     "ReadOnlyVerdict",
@@ -99,19 +104,79 @@ def _prefix_holds(words: tuple[str | None, ...], prefix: tuple[str, ...]) -> boo
     return all(w is not None and not w.startswith("-") for w in words[len(prefix) :])
 
 
+MAX_SHELL_DEPTH = 3
+"""``bash -c`` inside ``bash -c`` looked into at most; deeper is not read-only."""
+
+_SHELLS = frozenset({"bash", "sh"})
+_SHELL_FLAGS = frozenset("celux")
+"""Short options a ``bash -c`` may carry: -c, -e (errexit), -l (login: reads the
+profile files, which the read-only sandbox keeps from writing), -u, -x (trace to
+stderr)."""
+
+
+def _shell_script(words: tuple[str | None, ...]) -> str | None:
+    """The literal SCRIPT of ``bash|sh [-celux...] -c SCRIPT``, or None.
+
+    No operand may follow SCRIPT (they would become ``$0``, ``$1``: harmless,
+    but kept out so the rule stays this small), no long option, no ``-o``.
+    """
+    if len(words) < 3 or words[0] not in _SHELLS or any(w is None for w in words):
+        return None
+    flags = "".join(str(w)[1:] for w in words[1:-1])
+    if not all(str(w).startswith("-") and len(str(w)) > 1 for w in words[1:-1]):
+        return None
+    if "c" not in flags or not set(flags) <= _SHELL_FLAGS:
+        return None
+    return words[-1]
+
+
+def _home_resolved(part: SimpleCommand) -> tuple[str | None, ...]:
+    """`part`'s words with ``~`` and ``~/literal`` as a stand-in absolute path.
+
+    Only for the verdict: bash expands them to ``$HOME`` (absolute), so they
+    are path operands, never options. ``~user``, ``~+`` and ``~-`` stay unknown.
+    """
+    if all(w is not None for w in part.words):
+        return part.words
+    out: list[str | None] = []
+    for word, raw in zip(part.words, part.raw, strict=True):
+        rest = literal_word(raw[1:]) if word is None and raw.startswith("~") else None
+        out.append(
+            "/HOME" + rest if rest is not None and rest[:1] in ("", "/") else word
+        )
+    return tuple(out)
+
+
 def read_only_verdict(
     command: str, *, read_only_commands: Prefixes = (), conservative: bool = False
 ) -> ReadOnlyVerdict:
     """Decide whether `command` is read-only (see module doc). Never raises."""
+    return _verdict(
+        command, () if conservative else read_only_commands, conservative, 0
+    )
+
+
+def _verdict(
+    command: str, prefixes: Prefixes, conservative: bool, depth: int
+) -> ReadOnlyVerdict:
     script = parse_script(command)
     if isinstance(script, Unparsed):
         return ReadOnlyVerdict(False, script.reason)
     if script.hazards:
         return ReadOnlyVerdict(False, script.hazards[0])
-    prefixes = () if conservative else read_only_commands
     for part in script.commands:
-        if not (_by_prefix(part, prefixes) or argv_read_only(part.words, conservative)):
-            return ReadOnlyVerdict(False, f"not known read-only: {' '.join(part.raw)}")
+        if _by_prefix(part, prefixes) or argv_read_only(
+            _home_resolved(part), conservative
+        ):
+            continue
+        inner = None if conservative else _shell_script(part.words)
+        if inner is not None and depth < MAX_SHELL_DEPTH:
+            verdict = _verdict(inner, prefixes, conservative, depth + 1)
+            # the git reads inside get no --no-textconv (`read_only_form` edits
+            # the outer text only): a script that needs it is not read-only here
+            if verdict.read_only and read_only_form(inner) == inner:
+                continue
+        return ReadOnlyVerdict(False, f"not known read-only: {' '.join(part.raw)}")
     return ReadOnlyVerdict(True)
 
 

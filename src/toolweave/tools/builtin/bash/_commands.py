@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ._bash_git import git_read_only
-from ._bash_options import OptionSpec, first_operand, option_width, options_ok, spec
-from ._bash_sed import sed_script_read_only
+from ._git import git_read_only
+from ._options import OptionSpec, first_operand, option_width, options_ok, spec
+from ._sed import sed_script_read_only
 
 __all__ = ["COMMANDS", "CONSERVATIVE", "argv_read_only", "unwrapped_start"]
 
@@ -301,6 +301,48 @@ def _xxd(args: Argv) -> bool:
     return options_ok(args, s) and not any(a in ("-r", "-R") for a in args if a)
 
 
+_GH_VIEW = spec("c", "qtRb", "comments", "json jq template repo branch")
+_GH_VIEWABLE = frozenset({"pr", "issue", "repo", "release"})
+
+
+def _gh(args: Argv) -> bool:
+    """gh: ``gh pr|issue|repo|release view`` only, never ``--web`` (opens a browser).
+
+    Read-only with respect to the workspace and the machine: it reads the
+    network (GitHub's API) and gh's own config; gh's update-check state file
+    under ``~/.local/state`` is the one write it may try, which the read-only
+    sandbox refuses and gh ignores.
+    """
+    if len(args) < 2 or args[0] not in _GH_VIEWABLE or args[1] != "view":
+        return False
+    return options_ok(args[2:], _GH_VIEW)
+
+
+_HELP_SAFE = frozenset(
+    {"git", "node", "python", "python3", "pip", "pip3", "make", "docker", "tar", "cp",
+     "mv", "rm", "mkdir", "ln", "touch", "tee", "curl", "wget", "find", "xargs", "env",
+     "timeout", "nice", "jq", "sed", "awk"}
+)  # fmt: skip
+"""Programs whose ``--help`` (its only word) prints a fixed text and exits,
+checked under real bash (tests/tools/builtin/test_builtin_bash_read_only_proof.py).
+Not here: ``npm`` (writes ``~/.npm/_logs``), ``cargo`` and ``rustc`` (the
+rustup proxies write ``~/.rustup/settings.toml``: the proof caught it),
+``pytest`` (imports conftest.py), any script."""
+
+
+def _help_only(argv: Argv) -> bool:
+    """``CMD --help`` or ``git SUB --help`` for a listed CMD (or any listed reader)."""
+    if len(argv) == 2 and argv[1] == "--help":
+        return argv[0] in _HELP_SAFE or argv[0] in COMMANDS
+    return (
+        len(argv) == 3
+        and argv[0] == "git"
+        and argv[2] == "--help"
+        and argv[1] is not None
+        and argv[1].isalpha()
+    )
+
+
 _CHECKERS: dict[str, Callable[[Argv], bool]] = {
     "test": _test,
     "[": _test,
@@ -314,6 +356,7 @@ _CHECKERS: dict[str, Callable[[Argv], bool]] = {
     "find": _find,
     "git": git_read_only,
     "xxd": _xxd,
+    "gh": _gh,
 }
 
 _WRAPPERS = frozenset({"timeout", "nice", "command", "xargs", "env", "time"})
@@ -347,6 +390,8 @@ def unwrapped_start(argv: Argv) -> int:
             inner = _inner(args, _NICE)
         elif name in ("command", "time"):
             inner = args or None
+        elif name == "env" and args and args[0] is not None:
+            inner = None if args[0].startswith("-") or "=" in args[0] else args
         if inner is None:
             return start
         start = len(argv) - len(inner)
@@ -361,7 +406,14 @@ is not read-only (and never a RecursionError on the event loop)."""
 def _wrapped(name: str, args: Argv, conservative: bool, depth: int) -> bool:
     """Read-only verdict for a wrapper command: its own options and what it runs."""
     if name == "env":
-        return all(a in ("-0", "--null") for a in args)  # otherwise it runs a command
+        # env alone prints the environment; ``env CMD`` runs CMD unchanged. An
+        # assignment (``env GIT_EXTERNAL_DIFF=x git diff``) or an option
+        # (``-i``, ``-u``, ``-S``, ``-C``) changes what CMD does: not read-only.
+        if all(a in ("-0", "--null") for a in args):
+            return True
+        if args[0] is None or args[0].startswith("-") or "=" in args[0]:
+            return False
+        return argv_read_only(args, conservative, depth + 1)
     if name == "command" and args and args[0] in ("-v", "-V"):
         return all(a is not None for a in args)
     inner: Argv | None = args or None
@@ -387,6 +439,8 @@ def argv_read_only(argv: Argv, conservative: bool = False, depth: int = 0) -> bo
     if not argv or argv[0] is None or "/" in argv[0]:
         return False
     name, args = argv[0], argv[1:]
+    if not conservative and _help_only(argv):
+        return True
     if name in _WRAPPERS:
         if depth >= MAX_WRAPPERS:
             return False

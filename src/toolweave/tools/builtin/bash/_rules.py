@@ -30,8 +30,8 @@ import re
 import time
 from dataclasses import dataclass
 
-from ._bash_options import OptionSpec, first_operand, spec
-from ._bash_parse import Unparsed, condition_evaluates, parse_script
+from ._options import OptionSpec, first_operand, spec
+from ._parse import Unparsed, condition_evaluates, parse_script
 
 __all__ = ["CommandParts", "ShellCommand", "command_parts"]
 

@@ -31,7 +31,8 @@ pipelines, subshells, blocks, command and process substitutions, heredoc
 bodies, conditions and loop bodies), each word's literal value or None when it
 depends on an expansion, and the *hazards*: constructs that make the input not
 read-only whatever its commands are (assignments, arithmetic, subscripts,
-output redirection to files, background jobs, functions, unsupported syntax).
+output redirection to files, functions, unsupported syntax; a background job
+is not one: it is killed with the call's session when the shell exits).
 Results are cached, so the several synchronous callers of one call parse once.
 """
 
@@ -354,8 +355,6 @@ class _Walker:
         """Check one node; return the children still to walk."""
         kind = node.type
         if not node.is_named:
-            if kind == "&":
-                self.hazard("a background job (&)")
             return []  # other operators, keywords, brackets and quotes
         if kind == "compound_statement" and self.text(node).startswith("(("):
             self.hazard("arithmetic")
