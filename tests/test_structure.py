@@ -69,7 +69,7 @@ KNOWN_MANY_PARAMETERS = frozenset(
         "models/_openai_responses.py OpenAIResponsesModel.__init__",
         "tools/_function.py tool",
         "tools/_tool.py Tool.__init__",
-        "tools/builtin/_bash_options.py spec",
+        "tools/builtin/bash/_options.py spec",
     }
 )
 KNOWN_LONG_MODULES = frozenset(
@@ -86,8 +86,10 @@ KNOWN_LONG_MODULES = frozenset(
         "sessions/_recorder.py",
         "sessions/_sqlite.py",
         "tools/_deadline.py",
-        "tools/builtin/_bash_parse.py",
-        "tools/builtin/_bash_rules.py",
+        "tools/builtin/bash/_commands.py",  # grew with the proved read-only forms
+        "tools/builtin/bash/_parse.py",
+        "tools/builtin/bash/_rules.py",
+        "tools/builtin/bash/_tool.py",  # grew with declared writes (issue 28)
         "tools/builtin/_read.py",
         "tools/mcp/_server.py",
     }
