@@ -103,6 +103,25 @@ class Fifos:
                 found.append(f"{entry.name}: {shown}")
         return found
 
+    def survivors_after(self, within: float = 15.0) -> list[str]:
+        """`survivors`, once each one found has had `within` seconds to die.
+
+        A process group killed as the CLI exits may still be scheduled to die
+        when the CLI's exit status is read (a loaded machine): each survivor's
+        exit is awaited on a pidfd (readable once it has exited), bounded. One
+        still alive after that was never killed.
+        """
+        for line in self.survivors():
+            try:
+                fd = os.pidfd_open(int(line.split(":")[0]))
+            except ProcessLookupError:  # gone meanwhile
+                continue
+            try:
+                select.select([fd], [], [], within)
+            finally:
+                os.close(fd)
+        return self.survivors()
+
     def kill_survivors(self) -> None:
         """Clean-up after a failed test: kill whatever is left (by pid, ours only)."""
         for line in self.survivors():

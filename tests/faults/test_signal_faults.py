@@ -85,7 +85,7 @@ def _stopped(
     db: Path, fifos: Fifos, *, status: str = "interrupted"
 ) -> tuple[str, dict[str, str]]:
     """The one session's id and its first batch's answers; asserts nothing survived."""
-    assert fifos.survivors() == []
+    assert fifos.survivors_after() == []
     store = SQLiteSessionStore(db)
     try:
         (info,) = store.list_sessions()
@@ -493,7 +493,7 @@ def test_a_signal_while_the_cli_starts_exits_cleanly(
     finally:
         stop(proc)
     _no_traceback(err)
-    assert fifos.survivors() == []  # the server was stopped with the CLI
+    assert fifos.survivors_after() == []  # the server was stopped with the CLI
     store = SQLiteSessionStore(db)
     try:
         (info,) = store.list_sessions()
