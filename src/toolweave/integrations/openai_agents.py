@@ -85,6 +85,7 @@ __all__ = [
     "ToolScheduler",
     "UnscheduledToolWarning",
     "scheduled_tools",
+    "unscheduled",
 ]
 
 _PREPARE_MARKER = "__agents_prepare_arguments__"
@@ -141,19 +142,25 @@ class ToolScheduler:
         `FunctionTool` built by hand has its ``on_invoke_tool`` wrapped, with the
         context object the SDK would have passed it.
         """
+        tool = unscheduled(tool)  # a scheduled copy is scheduled anew, not twice
+        unscheduled_as = _Unscheduled(tool.on_invoke_tool, tool.timeout_seconds)
         scheduled = copy.copy(tool)
+        scheduled.__class__ = _scheduled_class(type(tool))
         timer = _BodyTimeout.of(tool)
         if timer is not None:
             scheduled.timeout_seconds = None  # counted from the body's start instead
         invoker = scheduled.on_invoke_tool
         if isinstance(invoker, _FailureHandlingFunctionToolInvoker):
-            scheduled.on_invoke_tool = self._wrap_invoker(scheduled, invoker, timer)
+            scheduled.on_invoke_tool = self._wrap_invoker(
+                scheduled, invoker, timer, unscheduled_as
+            )
             return scheduled
 
         async def on_invoke_tool(ctx: ToolContext[Any], input_json: str) -> Any:
             given = _get_function_tool_invoke_context(tool, ctx)
             return await self._call(tool, invoker, ctx, given, input_json, timer)
 
+        setattr(on_invoke_tool, _UNSCHEDULED_MARKER, unscheduled_as)
         scheduled.on_invoke_tool = on_invoke_tool
         return scheduled
 
@@ -162,12 +169,15 @@ class ToolScheduler:
         tool: FunctionTool,
         invoker: _FailureHandlingFunctionToolInvoker,
         timer: _BodyTimeout | None,
+        unscheduled_as: _Unscheduled,
     ) -> _FailureHandlingFunctionToolInvoker:
         inner = invoker._invoke_tool_impl
 
         async def impl(ctx: ToolContext[Any], input_json: str) -> Any:
             return await self._call(tool, inner, ctx, ctx, input_json, timer)
 
+        # on the implementation: the SDK rebinds the invoker of every copy it makes
+        setattr(impl, _UNSCHEDULED_MARKER, unscheduled_as)
         for marker in (_PREPARE_MARKER, _FUNCTION_TOOL_WRAPPED_CALLABLE_MARKER):
             if hasattr(inner, marker):
                 setattr(impl, marker, getattr(inner, marker))
@@ -235,6 +245,74 @@ class ToolScheduler:
         if outcome.ran:
             return outcome.value
         return f"Error: {outcome.result.text}"
+
+
+_UNSCHEDULED_MARKER = "__toolweave_unscheduled__"
+"""Where a scheduled tool's invoker keeps what the tool had before it was scheduled."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Unscheduled:
+    """The two fields `ToolScheduler.wrap` replaces, as they were."""
+
+    on_invoke_tool: Any
+    timeout_seconds: float | None
+
+
+def _unscheduled_as(tool: FunctionTool) -> _Unscheduled | None:
+    invoker = tool.on_invoke_tool
+    if isinstance(invoker, _FailureHandlingFunctionToolInvoker):
+        invoker = invoker._invoke_tool_impl
+    found = getattr(invoker, _UNSCHEDULED_MARKER, None)
+    return found if isinstance(found, _Unscheduled) else None
+
+
+def unscheduled(tool: FunctionTool) -> FunctionTool:
+    """`tool` as it was before `scheduled_tools` (itself if it is not scheduled).
+
+    Works on the SDK's own copies of a scheduled tool too (its per-run copies,
+    ``dataclasses.replace``, namespacing): what was replaced is kept on the
+    invoker, which every copy carries.
+    """
+    found = _unscheduled_as(tool)
+    if found is None:
+        return tool
+    base = getattr(type(tool), "__toolweave_base__", type(tool))
+    plain: FunctionTool = object.__new__(base)
+    plain.__dict__.update(tool.__dict__)
+    plain.on_invoke_tool = found.on_invoke_tool
+    plain.timeout_seconds = found.timeout_seconds
+    return plain
+
+
+def _scheduled_eq(self: FunctionTool, other: object) -> object:
+    """A scheduled copy equals its original (and other copies of it), as the SDK compares."""
+    if not isinstance(other, FunctionTool):
+        return NotImplemented
+    return bool(unscheduled(self) == unscheduled(other))
+
+
+_SCHEDULED_CLASSES: dict[type[FunctionTool], type[FunctionTool]] = {}
+
+
+def _scheduled_class(cls: type[FunctionTool]) -> type[FunctionTool]:
+    """`cls` with `_scheduled_eq`: under the same name, so reprs read as before.
+
+    A subclass rather than the class itself: the original tool stays as it was
+    (unscheduled, usable elsewhere), and ``original == copy`` holds (the
+    dataclass ``__eq__`` of `cls` defers to a subclass's).
+    """
+    made = _SCHEDULED_CLASSES.get(cls)
+    if made is None:
+        namespace = {
+            "__eq__": _scheduled_eq,
+            "__hash__": cls.__hash__,
+            "__toolweave_base__": cls,
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+        }
+        made = _SCHEDULED_CLASSES[cls] = type(cls.__name__, (cls,), namespace)
+    return made
 
 
 @dataclass(frozen=True, slots=True)

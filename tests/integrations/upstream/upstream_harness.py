@@ -49,7 +49,11 @@ class Difference:
 
 @dataclass(frozen=True)
 class Swap:
-    """Replace `attribute` of module `module` (and every alias of it) with `make()`."""
+    """Replace `attribute` of module `module` with ``make(original)``.
+
+    A plain name is replaced in its module and in every loaded module that
+    aliases it; a dotted one (``Class.method``) on its class.
+    """
 
     module: str
     attribute: str
@@ -81,6 +85,14 @@ def apply_swaps(swaps: Iterable[Swap], prefixes: tuple[str, ...]) -> list[str]:
     done: list[str] = []
     for swap in swaps:
         home = importlib.import_module(swap.module)
+        owner_path, _, leaf = swap.attribute.rpartition(".")
+        if owner_path:  # an attribute of a class (a method): no aliases to find
+            owner: Any = home
+            for part in owner_path.split("."):
+                owner = getattr(owner, part)
+            setattr(owner, leaf, swap.make(getattr(owner, leaf)))
+            done.append(f"{swap.module}.{swap.attribute}")
+            continue
         original = getattr(home, swap.attribute)
         replacement = swap.make(original)
         for name, module in list(sys.modules.items()):
