@@ -255,7 +255,7 @@ class ScheduledToolNode(ToolNode):
         # The node's value where it ran (even None, from a wrapper that returned
         # nothing: `ToolNode` passes it on too), else why not.
         return [
-            cast(_Output, o.value) if o.ran else _no_value(c, o)
+            cast("_Output", o.value) if o.ran else _no_value(c, o)
             for c, o in zip(tool_calls, outcomes, strict=True)
         ]
 

@@ -16,15 +16,23 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from upstream_harness import (  # noqa: E402
+from upstream_harness import (
     Swap,
     configure_swaps,
     pytest_addoption,
     pytest_collection_modifyitems,
     pytest_report_header,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
 )
 
-__all__ = ["pytest_addoption", "pytest_collection_modifyitems", "pytest_report_header"]
+__all__ = [
+    "pytest_addoption",
+    "pytest_collection_modifyitems",
+    "pytest_report_header",
+    "pytest_sessionfinish",
+    "pytest_terminal_summary",
+]
 
 
 def _scheduled_tool_node(original: Any) -> Any:
