@@ -9,6 +9,7 @@ validation, injection and error handling stay exactly as they were.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -354,7 +355,11 @@ class ForeignScheduler:
                 if loop is not None:
                     self._spare = (weakref.ref(loop), dispatcher)
         finally:
-            _CURRENT.reset(token)
+            # ValueError: closed outside the context it ran in (a never-finished
+            # call's coroutine closed by the loop's shutdown or the collector);
+            # the variable was set in that other context only, nothing to undo.
+            with contextlib.suppress(ValueError):
+                _CURRENT.reset(token)
         if batch.raised:
             raise batch.raised[min(batch.raised)]
         values = batch.values

@@ -6,7 +6,7 @@ through `scheduled_tools` with its defaults (every tool undeclared, a barrier;
 ``on_error="raise"``). A clone (`Agent.clone`, `dataclasses.replace`) schedules its
 tools anew (`scheduled_tools` re-wraps a scheduled tool's original, never twice).
 ``--swap=toolweave-read-only`` declares every tool read-only
-(``Declaration(Concurrency.SAFE)``): calls overlap as the SDK's own do.
+(`toolweave.integrations.READ_ONLY`): calls overlap as the SDK's own do.
 See ``../upstream_harness.py`` for how the two runs are compared.
 """
 
@@ -40,15 +40,13 @@ __all__ = [
 
 
 def _scheduling_post_init(original: Any, *, read_only: bool = False) -> Any:
-    from toolweave.integrations.openai_agents import Declaration, scheduled_tools
-    from toolweave.tools import Concurrency
+    from toolweave.integrations import READ_ONLY
+    from toolweave.integrations.openai_agents import scheduled_tools
 
     def __post_init__(self: Any) -> None:
         original(self)
         declarations = (
-            {tool.name: Declaration(Concurrency.SAFE) for tool in self.tools}
-            if read_only
-            else None
+            {tool.name: READ_ONLY for tool in self.tools} if read_only else None
         )
         self.tools = scheduled_tools(self.tools, declarations)
 
