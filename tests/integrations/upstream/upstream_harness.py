@@ -244,10 +244,13 @@ def pytest_collection_modifyitems(
     ids = {item: local_id(item, base) for item in items}
     collected = set(ids.values())
     files = {test.split("::", 1)[0] for test in collected}
+    narrowed = any("::" in arg for arg in config.args) or bool(
+        config.option.keyword or config.option.markexpr
+    )
     stale = [
         test
         for test in [*differences, *skews]
-        if test.split("::", 1)[0] in files and test not in collected
+        if not narrowed and test.split("::", 1)[0] in files and test not in collected
     ]
     if stale:
         raise pytest.UsageError(
