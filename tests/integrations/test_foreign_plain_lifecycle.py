@@ -105,7 +105,7 @@ async def _outcomes(
         outcomes = await scheduler.run(
             calls, _invoke, _describe, passthrough=(Bubble,), recover=_recover
         )
-    except Bubble as exc:
+    except (Bubble, asyncio.CancelledError) as exc:  # re-raised after the batch
         return None, exc
     return outcomes, None
 
@@ -134,7 +134,7 @@ async def test_the_whole_table_in_one_batch_answers_as_the_runner_does(
         return await run_call(self, call)
 
     monkeypatch.setattr(ToolRunner, "__call__", spy)
-    hows = [h for h in CASES if h not in ("bubble", "raise in recover")]
+    hows = [h for h in CASES if h not in ("bubble", "raise in recover", "self-cancel")]
     plain, _ = await _outcomes(_scheduler(), hows)
     assert through_runner == [], "the plain batch skips the runner"
     full, _ = await _outcomes(_scheduler(on_event=lambda e: None), hows)
@@ -145,8 +145,42 @@ async def test_the_whole_table_in_one_batch_answers_as_the_runner_does(
     assert texts[hows.index("blank")] == "(t completed with no output)"
     assert texts[hows.index("empty error")] == "ToolError"
     assert "\udcff" not in texts[hows.index("surrogate")]
-    assert "raised by the tool itself" in texts[hows.index("self-cancel")]
     assert texts[hows.index("raise a stop")] == "stop here"
+
+
+@pytest.mark.parametrize("listener", [None, lambda e: None], ids=["plain", "runner"])
+async def test_a_tools_own_cancelled_error_reaches_the_framework(
+    listener: Callable[[Event], None] | None,
+) -> None:
+    """Re-raised as itself after every sibling finished, on both paths.
+
+    Each framework answers a tool that raises CancelledError in its own way (the
+    Agents SDK's failure function, ToolNode failing the graph, PydanticAI
+    aborting); toolweave's "raised by the tool itself" would stand in for it.
+    """
+    finished: list[str] = []
+
+    async def invoke(index: int, args: Mapping[str, Any]) -> str:
+        how = str(args["how"])
+        if how == "ok":
+            await anyio.sleep(0.01)  # still running when the sibling raises
+        value = await _work(how)
+        finished.append(how)
+        return value
+
+    outcomes, raised = None, None
+    try:
+        outcomes = await _scheduler(on_event=listener).run(
+            [("c0", "t", {"how": "self-cancel"}), ("c1", "t", {"how": "ok"})],
+            invoke,
+            _describe,
+            recover=_recover,
+        )
+    except asyncio.CancelledError as exc:
+        raised = exc
+    assert outcomes is None
+    assert type(raised) is asyncio.CancelledError
+    assert finished == ["ok"], "the sibling ran to its end first"
 
 
 async def test_arguments_that_are_not_a_dict_go_through_the_runner() -> None:

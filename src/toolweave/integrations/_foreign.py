@@ -9,6 +9,7 @@ validation, injection and error handling stay exactly as they were.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -33,6 +34,7 @@ from ..messages import ToolCall, ToolResult
 from ..scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 from ..scheduling._calls import Runner
 from ..tools import SessionState, Tool, ToolContext, ToolRegistry
+from ..tools._cancel import cancelled_from_outside, is_cancellation
 from ._declaration import UNDECLARED, Declaration, Declarations
 
 __all__ = ["ForeignCall", "ForeignScheduler", "Outcome", "Raised"]
@@ -121,7 +123,12 @@ async def _framework_text(
     """The framework's execution of `call`: keeps its value, returns its text.
 
     Raises ToolError when the value is the framework's own error answer, or
-    when the execution raised a passthrough exception (kept to re-raise).
+    when the execution raised a passthrough exception (kept to re-raise). A
+    cancellation exception the execution raised by itself (nothing cancelled
+    it) is always passed through: each framework has its own answer to a tool
+    that raises `CancelledError` (the SDK's failure function, `ToolNode`
+    failing the graph, PydanticAI aborting the run), and toolweave's own
+    ("raised by the tool itself") would stand in for it.
     """
     index = int(call.key[2:])  # `run` keys each call 0.<its index>
     try:
@@ -135,6 +142,10 @@ async def _framework_text(
             value = batch.recover(index, exc)
         except batch.passthrough as again:
             raise _held(batch, index, again) from None
+    except BaseException as exc:
+        if is_cancellation(exc) and not cancelled_from_outside():
+            raise _held(batch, index, exc) from None
+        raise
     batch.values[index] = value
     described = batch.describe(value)
     if isinstance(described, Raised):
@@ -202,7 +213,8 @@ class ForeignScheduler:
     Every call gets an `Outcome`, in call order, whatever order they finished
     in; a call that raised, was denied, timed out or never ran (interrupt) has
     no value and an error result. Exceptions of a `passthrough` type (a
-    framework's control flow, like LangGraph's interrupt) are re-raised after
+    framework's control flow, like LangGraph's interrupt), and cancellation
+    exceptions a framework's execution raised by itself, are re-raised after
     every sibling is answered, the first in call order.
     """
 
@@ -343,7 +355,11 @@ class ForeignScheduler:
                 if loop is not None:
                     self._spare = (weakref.ref(loop), dispatcher)
         finally:
-            _CURRENT.reset(token)
+            # ValueError: closed outside the context it ran in (a never-finished
+            # call's coroutine closed by the loop's shutdown or the collector);
+            # the variable was set in that other context only, nothing to undo.
+            with contextlib.suppress(ValueError):
+                _CURRENT.reset(token)
         if batch.raised:
             raise batch.raised[min(batch.raised)]
         values = batch.values

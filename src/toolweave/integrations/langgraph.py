@@ -33,7 +33,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 
@@ -252,9 +252,10 @@ class ScheduledToolNode(ToolNode):
             )
         except _Unanswerable as wrapped:
             raise wrapped.error from None
-        # The node's value where there is one, else why not.
+        # The node's value where it ran (even None, from a wrapper that returned
+        # nothing: `ToolNode` passes it on too), else why not.
         return [
-            o.value if o.ran and o.value is not None else _no_value(c, o)
+            cast("_Output", o.value) if o.ran else _no_value(c, o)
             for c, o in zip(tool_calls, outcomes, strict=True)
         ]
 

@@ -75,6 +75,12 @@ from agents.tool_context import ToolContext
 from ..messages import ToolCall
 from ..scheduling import InterruptToken, classify
 from ..tools import Access
+from ._agents_copies import (
+    _UNSCHEDULED_MARKER,
+    _scheduled_class,
+    _Unscheduled,
+    unscheduled,
+)
 from ._arrival import ArrivalGate
 from ._declaration import Declaration, Declarations
 from ._foreign import ForeignCall, ForeignScheduler
@@ -85,6 +91,7 @@ __all__ = [
     "ToolScheduler",
     "UnscheduledToolWarning",
     "scheduled_tools",
+    "unscheduled",
 ]
 
 _PREPARE_MARKER = "__agents_prepare_arguments__"
@@ -141,19 +148,25 @@ class ToolScheduler:
         `FunctionTool` built by hand has its ``on_invoke_tool`` wrapped, with the
         context object the SDK would have passed it.
         """
+        tool = unscheduled(tool)  # a scheduled copy is scheduled anew, not twice
+        unscheduled_as = _Unscheduled(tool.on_invoke_tool, tool.timeout_seconds)
         scheduled = copy.copy(tool)
+        scheduled.__class__ = _scheduled_class(type(tool))
         timer = _BodyTimeout.of(tool)
         if timer is not None:
             scheduled.timeout_seconds = None  # counted from the body's start instead
         invoker = scheduled.on_invoke_tool
         if isinstance(invoker, _FailureHandlingFunctionToolInvoker):
-            scheduled.on_invoke_tool = self._wrap_invoker(scheduled, invoker, timer)
+            scheduled.on_invoke_tool = self._wrap_invoker(
+                scheduled, invoker, timer, unscheduled_as
+            )
             return scheduled
 
         async def on_invoke_tool(ctx: ToolContext[Any], input_json: str) -> Any:
             given = _get_function_tool_invoke_context(tool, ctx)
             return await self._call(tool, invoker, ctx, given, input_json, timer)
 
+        setattr(on_invoke_tool, _UNSCHEDULED_MARKER, unscheduled_as)
         scheduled.on_invoke_tool = on_invoke_tool
         return scheduled
 
@@ -162,12 +175,15 @@ class ToolScheduler:
         tool: FunctionTool,
         invoker: _FailureHandlingFunctionToolInvoker,
         timer: _BodyTimeout | None,
+        unscheduled_as: _Unscheduled,
     ) -> _FailureHandlingFunctionToolInvoker:
         inner = invoker._invoke_tool_impl
 
         async def impl(ctx: ToolContext[Any], input_json: str) -> Any:
             return await self._call(tool, inner, ctx, ctx, input_json, timer)
 
+        # on the implementation: the SDK rebinds the invoker of every copy it makes
+        setattr(impl, _UNSCHEDULED_MARKER, unscheduled_as)
         for marker in (_PREPARE_MARKER, _FUNCTION_TOOL_WRAPPED_CALLABLE_MARKER):
             if hasattr(inner, marker):
                 setattr(impl, marker, getattr(inner, marker))

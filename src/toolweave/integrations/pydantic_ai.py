@@ -147,6 +147,11 @@ class ScheduledToolset(WrapperToolset[Any]):
             self._cap = _Cap(self.max_concurrency)
         self._scheduler = ForeignScheduler(self.declarations, **self.scheduler_options)
 
+    @property
+    def tool_name_conflict_hint(self) -> str:
+        """The wrapped toolset's hint, e.g. a `PrefixedToolset`'s "Change the `prefix`"."""
+        return self.wrapped.tool_name_conflict_hint
+
     def declaration(self, name: str, tool: ToolsetTool[Any]) -> Declaration:
         """What calls of `name` are scheduled by; PydanticAI's ``sequential=True`` wins."""
         declared = self.declarations.get(name, UNDECLARED)
