@@ -21,9 +21,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from toolweave._native.daemon_pool import run_on_daemon_thread
+from toolweave._native.threads import ThreadAbandoned
 from toolweave.tools import check_cancelled, run_in_worker_thread
-from toolweave.tools._daemon_pool import run_on_daemon_thread
-from toolweave.tools._threads import ThreadAbandoned
 
 pytestmark = pytest.mark.anyio
 
