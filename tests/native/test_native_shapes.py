@@ -49,6 +49,31 @@ def test_the_installed_anyio_is_within_the_tested_bound() -> None:
     assert low and high, f"anyio must be bounded both ways: {spec!r}"
     installed = _numbers(version("anyio"))
     assert _numbers(low[1]) <= installed < _numbers(high[1])
+    for minor in anyio_tasks.NATIVE_ANYIO_MINORS:  # the native path, within the bound
+        assert _numbers(low[1])[:2] <= minor < _numbers(high[1])[:2]
+
+
+def test_this_anyio_is_one_the_native_path_was_proved_on() -> None:
+    """Else the suite would test the fallback only: say so, not slow down silently."""
+    assert anyio_tasks.anyio_minor() in anyio_tasks.NATIVE_ANYIO_MINORS
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_on_an_anyio_not_proved_the_scope_is_anyios_own(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(anyio_tasks, "anyio_minor", lambda: (4, 15))
+    monkeypatch.setattr(anyio_tasks, "probed", False)
+    monkeypatch.setattr(anyio_tasks, "task_states", None)
+    monkeypatch.setattr(anyio_tasks, "refs", {})
+    anyio_tasks.probe()
+    assert anyio_tasks.task_states is None
+    assert deadline.native_alarm() is None
+    scope = deadline.DeadlineScope(0.01)
+    assert isinstance(scope._scope, anyio.CancelScope)  # anyio's own
+    with scope:
+        await anyio.sleep_forever()
+    assert scope.expired and scope.cancelled_caught
 
 
 def test_the_bottom_layer_contract_forbids_every_other_toolweave_module() -> None:

@@ -58,8 +58,11 @@ If anyio's table or ``_parent_scope`` is missing, `anyio_tasks.probe` says so
 and `DeadlineScope` uses an anyio ``CancelScope`` on asyncio too: correct,
 slower. The other reads have no fallback: the shape tests fail first.
 
-Pins: anyio is bounded in pyproject.toml to the minor versions these tests ran
-on (``anyio>=4.11,<4.17``; 4.11.0 and 4.16.0 tested), CPython 3.11 (3.11.7),
-trio 0.35. Raise the upper bound only after tests/native passes on the new
-minor version.
+Pins: anyio is bounded in pyproject.toml (``anyio>=4.11,<4.17``) to the
+minors tests/native ran on (4.11.0, 4.12.1, 4.13.0, 4.14.2, 4.15.1, 4.16.0),
+and the native deadline path is used only on the minors it was proved on
+(`anyio_tasks.NATIVE_ANYIO_MINORS`: 4.16); on 4.11-4.15 a native cut of a block
+holding an anyio task group was swallowed by the group, so there
+`DeadlineScope` is anyio's own scope. CPython 3.11 (3.11.7), trio 0.35.
+Raise a bound only after tests/native passes on the new version.
 """
