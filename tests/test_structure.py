@@ -100,7 +100,6 @@ KNOWN_PRIVATE_IMPORTS = frozenset(
         "integrations/_foreign.py imports execution._audit",
         "integrations/_foreign.py imports execution._execute",
         "integrations/_foreign.py imports execution._output",
-        "integrations/_foreign.py imports tools._cancel",  # for issue 25 item 3's package
         "integrations/_foreign.py imports scheduling._calls",
         "loop/_config.py imports execution._audit",
         "loop/_model_call.py imports execution._output",

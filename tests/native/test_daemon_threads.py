@@ -2,7 +2,7 @@
 
 Python's exit joins every non-daemon thread; anyio's worker threads on asyncio
 are not daemons. Sync tool functions therefore run on daemon threads
-(`toolweave.tools._daemon_pool`), on both backends. Shown with real
+(`toolweave._native.daemon_pool`), on both backends. Shown with real
 subprocesses (the exit is the thing under test) and, for the pool's contract,
 by rendezvous.
 """
