@@ -28,6 +28,7 @@ from pathlib import Path
 
 import anyio
 
+from toolweave._native.threads import abandoning_threads
 from toolweave.execution import ToolRunner
 from toolweave.execution._audit_hook import AuditScope, ensure_installed
 from toolweave.loop import Agent, AgentConfig
@@ -35,7 +36,6 @@ from toolweave.messages import ModelResponse, StopReason, Text, ToolCall, Usage
 from toolweave.models import ScriptedModel
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher
 from toolweave.tools import Access, Concurrency, SessionState, ToolRegistry, tool
-from toolweave.tools._threads import abandoning_threads
 
 RATIO_TARGET = 1.03
 EVENT_TARGET_US = 1.0

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import anyio.to_thread
 
-from toolweave.tools._daemon_pool import run_on_daemon_thread
+from toolweave._native.daemon_pool import run_on_daemon_thread
 
 Hop = Callable[[Callable[[], int]], Awaitable[int]]
 

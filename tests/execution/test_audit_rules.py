@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolweave._exceptions import ConfigError
+from toolweave._native.threads import abandoning_threads
 from toolweave.execution._audit import Auditor, _settle, check_audit_mode
 from toolweave.execution._audit_hook import (
     AuditScope,
@@ -23,7 +24,6 @@ from toolweave.execution._audit_ops import Operation, classify_event
 from toolweave.execution._audit_rules import covers, effective_access, rule_broken
 from toolweave.execution._execute import Executed
 from toolweave.tools import Access, Concurrency, Tool, WrappedTool, tool
-from toolweave.tools._threads import abandoning_threads
 
 SAFE, SEQ = Concurrency.SAFE, Concurrency.SEQUENTIAL
 
@@ -332,8 +332,8 @@ def test_the_mode_here_and_stepping_outside_the_audit() -> None:
 
 def test_the_audit_scope_is_the_calls_thread_zone_and_keeps_its_abandon_rule() -> None:
     """One context variable carries both: the zone's rule is the one around, unless told."""
+    from toolweave._native.threads import AbandonRecord, abandons_here
     from toolweave.execution._audit import outside_audit
-    from toolweave.tools._threads import AbandonRecord, abandons_here
 
     assert not AuditScope("c", _elsewhere, {}, False).abandons  # no zone around
     with abandoning_threads():  # a deadline around (the Dispatcher's ceiling)

@@ -20,13 +20,13 @@ import pytest
 from sched_probe import runner_for
 
 import toolweave as tw
+from toolweave._native import anyio_tasks
+from toolweave._native.deadline import native_alarm
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 from toolweave.scheduling._batch import Batch
 from toolweave.scheduling._ceilings import Ceilings
 from toolweave.scheduling._leftovers import results_in_order
 from toolweave.scheduling._request import Request
-from toolweave.tools import _deadline
-from toolweave.tools._deadline import native_alarm
 
 pytestmark = pytest.mark.anyio
 
@@ -198,7 +198,7 @@ async def test_an_interrupt_cuts_a_running_call_through_a_scope_made_then() -> N
 async def test_without_anyios_task_table_each_call_gets_its_own_scope(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_deadline, "_task_states", None)
+    monkeypatch.setattr(anyio_tasks, "task_states", None)
     assert native_alarm() is None
     calls = [
         tw.ToolCall("h", "hang", {"key": "h"}),

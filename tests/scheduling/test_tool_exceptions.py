@@ -71,7 +71,7 @@ async def test_a_tool_raising_cancelled_error_by_itself_is_an_error_result(
 
 
 async def test_cancelled_from_outside_sees_only_a_real_cancel() -> None:
-    from toolweave.tools._cancel import cancelled_from_outside
+    from toolweave._native.cancel import cancelled_from_outside
 
     assert not cancelled_from_outside()
     with anyio.CancelScope() as scope:

@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from typing import Literal, TypeAlias, get_args
 
 from .._exceptions import ConfigError
+from .._native.threads import AbandonRecord, abandoning_threads, abandons_here
 from ..events import DeclarationViolation, Event
 from ..messages import ToolCall
 from ..tools import Tool
-from ..tools._threads import AbandonRecord, abandoning_threads, abandons_here
 from ._audit_hook import AuditScope, current_scope, ensure_installed
 from ._execute import Executed, emit_safely
 

@@ -12,12 +12,12 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from .._exceptions import StopRun, ToolError
+from .._native.cancel import cancelled_from_outside, is_cancellation
+from .._native.deadline import DeadlineScope
+from .._native.threads import AbandonRecord, abandoning_threads
+from .._native.unawaited import not_a_result
 from ..events import Event, ToolProgress
 from ..tools import Tool, ToolContext
-from ..tools._cancel import cancelled_from_outside, is_cancellation
-from ..tools._deadline import DeadlineScope
-from ..tools._threads import AbandonRecord, abandoning_threads
-from ..tools._unawaited import not_a_result
 from ._output import ToolOutput
 
 __all__ = [

@@ -19,6 +19,7 @@ from typing import Any, Generic, NamedTuple, TypeVar, final
 from pydantic import BaseModel, ConfigDict
 
 from .._exceptions import ToolError, ToolInputError
+from .._native.cancel import cancelled_from_outside, is_cancellation
 from ..events import Event
 from ..execution import (
     ExecutionConfig,
@@ -34,7 +35,6 @@ from ..messages import ToolCall, ToolResult
 from ..scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 from ..scheduling._calls import Runner
 from ..tools import SessionState, Tool, ToolContext, ToolRegistry
-from ..tools._cancel import cancelled_from_outside, is_cancellation
 from ._declaration import UNDECLARED, Declaration, Declarations
 
 __all__ = ["ForeignCall", "ForeignScheduler", "Outcome", "Raised"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, assert_never, final
 import anyio
 
 from .._exceptions import ModelError, PromptTooLongError
+from .._native.clock import fast_clock
 from ..events import (
     CompletionReason,
     Event,
@@ -37,7 +38,6 @@ from ..models import ModelRequest
 from ..scheduling import results_of
 from ..tools import reporting_declaration_errors
 from ._budget import BudgetDecision
-from ._clock import fast_clock
 from ._context_feed import ContextFeed
 from ._control import RunControl
 from ._conversation import Conversation

@@ -9,8 +9,8 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._exceptions import UsageError
+from .._native.cancel import sole_fatal
 from ..events import CompletionReason, Event
-from ..tools._cancel import sole_fatal
 from ._result import RunResult, finished_event
 
 if TYPE_CHECKING:

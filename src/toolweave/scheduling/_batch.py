@@ -35,9 +35,10 @@ from functools import partial
 
 import anyio
 
+from .._native.cancel import is_fatal
+from .._native.deadline import DeadlineScope
+from .._native.spawn import Spawner
 from ..messages import ToolCall, ToolResult
-from ..tools._cancel import is_fatal
-from ..tools._deadline import DeadlineScope
 from ._call_record import CallRecord, CallScopes, CallState
 from ._calls import (
     CLOSED,
@@ -59,7 +60,6 @@ from ._readiness import Readiness
 from ._request import Request
 from ._results import fatal_raised, not_run, stopped_while_running
 from ._slots import Slots
-from ._spawn import Spawner
 
 __all__ = ["Batch"]
 

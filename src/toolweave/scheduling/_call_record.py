@@ -16,8 +16,8 @@ import enum
 from collections.abc import Awaitable, Callable
 from typing import final
 
+from .._native.deadline import DeadlineScope, native_alarm
 from ..messages import ToolCall, ToolResult
-from ..tools._deadline import DeadlineScope, native_alarm
 from ._calls import Runner, at_ceiling, fault_result, guarded
 from ._ceilings import Ceilings
 from ._config import ConcurrencyConfig

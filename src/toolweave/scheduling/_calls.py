@@ -6,11 +6,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import final
 
+from .._native.cancel import cancelled_from_outside, is_cancellation
+from .._native.deadline import DeadlineScope
+from .._native.threads import abandoning_threads
 from ..messages import ToolCall, ToolResult
 from ..tools import Access, Interrupt, Tool
-from ..tools._cancel import cancelled_from_outside, is_cancellation
-from ..tools._deadline import DeadlineScope
-from ..tools._threads import abandoning_threads
 from ._gate import CallPlan
 from ._results import coerce_result, runner_failed, timed_out
 

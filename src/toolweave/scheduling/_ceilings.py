@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from typing import final
 
-from ..tools._deadline import Alarm, Entry
+from .._native.alarm import Alarm, Entry
 
 __all__ = ["Ceilings"]
 

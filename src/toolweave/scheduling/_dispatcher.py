@@ -11,11 +11,12 @@ from typing import final
 
 import anyio
 
+from .._native.cancel import sole_fatal
+from .._native.deadline import DeadlineScope
+from .._native.spawn import open_spawner
+from .._native.threads import abandoning_threads, worker_threads
 from ..messages import ToolCall, ToolResult
 from ..tools import ToolRegistry
-from ..tools._cancel import sole_fatal
-from ..tools._deadline import DeadlineScope
-from ..tools._threads import abandoning_threads, worker_threads
 from ._batch import Batch
 from ._calls import (
     INTERRUPTED,
@@ -33,7 +34,6 @@ from ._leftovers import finish_batch, harvest
 from ._request import Request
 from ._results import not_run
 from ._sequential import run_sequential
-from ._spawn import open_spawner
 from ._stream import ToolStream
 
 __all__ = ["Dispatcher", "DispatcherStatistics", "InterruptLike"]

@@ -6,8 +6,8 @@ from typing import final
 
 import anyio
 
+from .._native.threads import WorkerThreads
 from ..tools import Access
-from ..tools._threads import WorkerThreads
 from ._gate import CallPlan
 from ._interrupt import InterruptToken
 from ._slots import Slots

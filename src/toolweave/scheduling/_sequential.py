@@ -11,11 +11,11 @@ import logging
 from collections.abc import Sequence
 from contextlib import nullcontext
 
+from .._native.cancel import is_fatal
+from .._native.deadline import DeadlineScope
+from .._native.threads import abandoning_threads
 from ..messages import ToolCall, ToolResult
 from ..tools import Interrupt
-from ..tools._cancel import is_fatal
-from ..tools._deadline import DeadlineScope
-from ..tools._threads import abandoning_threads
 from ._calls import (
     INTERRUPTED,
     Runner,

@@ -2,44 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from typing import final
 
-import anyio
 import anyio.lowlevel
 
-from ..tools._deadline import on_asyncio
+from .._native.wakeup import Wakeup
 
 __all__ = ["Slots"]
-
-
-@final
-class _Waiter:
-    """One task in line for a slot, woken by `wake` once it is handed one.
-
-    On asyncio the wait is a bare future of the loop (an anyio Event cost
-    several objects and calls per wait, and a batch at its cap waits for every
-    call it starts); elsewhere an anyio Event.
-    """
-
-    __slots__ = ("event", "future", "granted")
-
-    def __init__(self) -> None:
-        self.granted = False
-        loop = asyncio._get_running_loop() if on_asyncio() else None
-        self.future: asyncio.Future[None] | None = (
-            loop.create_future() if loop is not None else None
-        )
-        self.event = anyio.Event() if loop is None else None
-
-    def wake(self) -> None:
-        future = self.future
-        if future is None:
-            assert self.event is not None
-            self.event.set()
-        elif not future.done():  # cancelled: its task gives the slot on
-            future.set_result(None)
 
 
 @final
@@ -49,7 +19,7 @@ class Slots:
     Why not anyio's `CapacityLimiter`: it ties each slot to a borrower (a task
     or token) in a set, which the engine never needs, and that bookkeeping was
     a measurable share of its cost per call. Here taking and giving back a
-    free slot is a counter step; only a waiter makes an event. A slot given
+    free slot is a counter step; only a waiter makes a `Wakeup`. A slot given
     back goes straight to the oldest waiter, so a later `try_take` cannot
     jump the queue. Loop affinity: one event loop; not thread-safe.
     """
@@ -60,7 +30,7 @@ class Slots:
         self.total = total
         self.used = 0
         """Slots taken (held, or handed to a waiter that has not resumed yet)."""
-        self._waiters: deque[_Waiter] = deque()
+        self._waiters: deque[Wakeup] = deque()
 
     def try_take(self) -> bool:
         """Take a slot if one is free and nobody waits for one; never waits."""
@@ -104,14 +74,10 @@ class Slots:
                 self.give()
                 raise
             return
-        waiter = _Waiter()
+        waiter = Wakeup()
         self._waiters.append(waiter)
         try:
-            if waiter.future is not None:
-                await waiter.future
-            else:
-                assert waiter.event is not None
-                await waiter.event.wait()
+            await waiter.wait()
         except BaseException:
             if waiter.granted:
                 self.give()

@@ -3,6 +3,8 @@
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
+from .._native.threads import check_cancelled as check_cancelled
+from .._native.threads import run_in_worker_thread as run_in_worker_thread
 from ._access import Access as Access
 from ._access import Concurrency as Concurrency
 from ._access import Interrupt as Interrupt
@@ -24,8 +26,6 @@ from ._registry import ToolLike as ToolLike
 from ._registry import ToolRegistry as ToolRegistry
 from ._sandbox_mode import SandboxMode as SandboxMode
 from ._sandbox_mode import sandbox_mode as sandbox_mode
-from ._threads import check_cancelled as check_cancelled
-from ._threads import run_in_worker_thread as run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._tool import PermissionCheck as PermissionCheck
 from ._tool import Tool as Tool

@@ -11,11 +11,11 @@ from typing import Any, NoReturn, get_type_hints, overload
 from pydantic import ConfigDict, Field, create_model
 
 from .._exceptions import ToolDefinitionError, ToolError
+from .._native.threads import run_in_worker_thread
+from .._native.unawaited import not_a_result
 from ._access import Access, Concurrency, Interrupt
 from ._context import ToolContext
-from ._threads import run_in_worker_thread
 from ._tool import DEFAULT_MAX_RESULT_CHARS, AccessSpec, ConcurrencySpec, Tool
-from ._unawaited import not_a_result
 
 __all__ = ["FunctionTool", "check_tool_name", "tool"]
 

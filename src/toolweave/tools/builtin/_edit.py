@@ -11,9 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError
+from ..._native.threads import run_in_worker_thread
 from .._access import Access, Concurrency, Interrupt
 from .._context import SessionState, ToolContext
-from .._threads import run_in_worker_thread
 from .._tool import PermissionCheck, Tool
 from ._longline import MAX_LINE_CHARS, Line, shown_line
 from ._readstate import record_write, require_fresh_read

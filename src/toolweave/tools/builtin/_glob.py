@@ -11,9 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError
+from ..._native.threads import check_cancelled, run_in_worker_thread
 from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
-from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
 from ._textfile import describe_os_error, reporting_os_errors
 from ._walk import compile_glob, walk_files

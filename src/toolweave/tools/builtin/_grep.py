@@ -19,9 +19,9 @@ import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError
+from ..._native.threads import check_cancelled, run_in_worker_thread
 from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import ToolContext
-from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
 from ._grep_python import GrepQuery, PatternTooSlow, python_grep
 from ._grep_rg import TextFiles, read_content_report

@@ -29,7 +29,7 @@ from typing import Any
 import anyio.abc
 
 from ..._exceptions import ToolError
-from .._threads import run_in_worker_thread
+from ..._native.threads import run_in_worker_thread
 from ._grep_lines import COUNTED_MATCHES, MAX_WINDOWS, context_line, match_line
 from ._grep_text import searched_as
 from ._longline import MAX_LINE_CHARS, MAX_SCAN_LINE_BYTES

@@ -15,10 +15,10 @@ from typing import Any, BinaryIO
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
+from ..._native.threads import check_cancelled, run_in_worker_thread
 from ...messages import ContentBlock, Image, Text, ToolCall
 from .._access import Access, Concurrency, Interrupt, Warrant
 from .._context import SessionState, ShownResult, ToolContext, result_digest
-from .._threads import check_cancelled, run_in_worker_thread
 from .._tool import Tool
 from ._longline import MAX_LINE_CHARS, Line, LineReader, shown_line
 from ._readstate import fingerprint, record_read, still_shown

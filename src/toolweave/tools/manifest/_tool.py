@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Literal, final
 
 from ..._exceptions import ToolError, ToolInputError
+from ..._native.threads import run_in_worker_thread
 from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
-from .._threads import run_in_worker_thread
 from ._command import CommandOutcome, run_command
 from ._schema_tool import JSONSchemaTool
 from ._template import TemplateError, render_arg, render_keys

@@ -19,7 +19,7 @@ from typing import Protocol, TypeVarTuple
 
 import anyio
 
-from ..tools._deadline import on_asyncio
+from .alarm import on_asyncio
 
 __all__ = ["Spawner", "open_spawner"]
 

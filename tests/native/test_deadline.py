@@ -14,7 +14,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from toolweave.tools._deadline import DeadlineScope, _alarm_here
+from toolweave._native.alarm import alarm_here
+from toolweave._native.deadline import DeadlineScope
 
 pytestmark = pytest.mark.anyio
 
@@ -121,7 +122,7 @@ async def test_scopes_that_end_in_time_leave_no_live_deadline() -> None:
     for _ in range(200):  # more than the compaction threshold
         with DeadlineScope(3600):
             await anyio.lowlevel.checkpoint()
-    alarm = _alarm_here()
+    alarm = alarm_here()
     if alarm is not None:  # asyncio: nothing is left waiting in the heap
         assert alarm._live == 0
         assert alarm._heap == []
@@ -142,7 +143,7 @@ async def test_a_scope_cut_before_its_deadline_is_dropped_from_the_heap() -> Non
             tg.start_soon(cut_one)
         tg.start_soon(waits)
         await anyio.sleep(0.01)
-        alarm = _alarm_here()
+        alarm = alarm_here()
         if alarm is not None:  # compaction: dead entries never outnumber live ones 2:1
             assert len(alarm._heap) <= max(64, 2 * alarm._live)
 

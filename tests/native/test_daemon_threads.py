@@ -2,7 +2,7 @@
 
 Python's exit joins every non-daemon thread; anyio's worker threads on asyncio
 are not daemons. Sync tool functions therefore run on daemon threads
-(`toolweave.tools._daemon_pool`), on both backends. Shown with real
+(`toolweave._native.daemon_pool`), on both backends. Shown with real
 subprocesses (the exit is the thing under test) and, for the pool's contract,
 by rendezvous.
 """
@@ -21,9 +21,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from toolweave._native.daemon_pool import run_on_daemon_thread
+from toolweave._native.threads import ThreadAbandoned
 from toolweave.tools import check_cancelled, run_in_worker_thread
-from toolweave.tools._daemon_pool import run_on_daemon_thread
-from toolweave.tools._threads import ThreadAbandoned
 
 pytestmark = pytest.mark.anyio
 

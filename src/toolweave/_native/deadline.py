@@ -1,155 +1,37 @@
 """DeadlineScope: a cancel scope with a deadline, on one shared timer per event loop.
 
-Why: every call runs under a deadline (its tool's timeout, the Dispatcher's
-per-call ceiling), and an anyio scope with a deadline arms an event-loop timer
-of its own and reads the clock through sniffio. With hundreds of calls in
-flight on asyncio that is hundreds of timers pushed onto, and cancelled from,
-the loop's heap: measured, about half of the scheduler's cost per call.
-Here the deadlines of one asyncio loop wait in one heap behind one timer that
-fires at the earliest. Nor is the scope an anyio scope on asyncio (one in a
-fresh task cost a task-state entry, two scope sets and two ``getpid()``
-calls): it cancels its task itself with anyio's semantics (level-triggered,
-shields respected; see `DeadlineScope`), reading anyio's task table only to
-see shields, and falls back to an anyio scope if that table moves. On trio (and
-any other backend) the scope is the backend's own with its native deadline:
-trio keeps deadlines cheaply itself.
+Why: an anyio scope with a deadline arms an event-loop timer of its own (see
+`alarm`), and one in a fresh task costs a task-state entry, two scope sets and
+two ``getpid()`` calls: most of the engine's overhead per call. On asyncio the
+scope is therefore not an anyio scope: it arms the loop's `Alarm` and cancels
+its task itself with anyio's semantics (level-triggered, shields respected;
+see `DeadlineScope`), reading anyio's task table only to see shields
+(`anyio_tasks`), and falls back to an anyio scope if that table moved. On
+trio (and any other backend) the scope is the backend's own with its native
+deadline: trio keeps deadlines cheaply itself.
 
 Loop affinity: a scope is entered, cancelled and left on its event loop's
-thread; the asyncio timer state is per loop and never shared across threads.
+thread.
+
+Private reads (see the package docstring): ``Task._must_cancel``,
+``Task._fut_waiter``, anyio's task table and ``CancelScope._parent_scope``
+(`anyio_tasks`), and anyio's cancel-message form.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import math
-import threading
-import time
 import weakref
-from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Protocol, final
+from typing import Any, final
 
 import anyio
-import sniffio
 
-__all__ = ["Alarm", "DeadlineScope", "Entry", "Expiring", "native_alarm", "on_asyncio"]
+from . import anyio_tasks
+from .alarm import Alarm, Entry, alarm_here, here
 
-Entry = list[Any]
-"""An alarm entry: ``[when, sequence, target or None once disarmed]``."""
-
-
-class Expiring(Protocol):
-    """What an alarm entry waits for: told once its time has come."""
-
-    def expire(self) -> None:
-        """The entry's time has come (called on the loop, from the alarm's timer)."""
-
-
-@final
-class Alarm:
-    """One asyncio loop's pending deadlines and the timer set for the earliest."""
-
-    __slots__ = ("_clock", "_handle", "_heap", "_live", "_loop", "_sequence", "_when")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        # The loop's clock. The stdlib loop's time() only returns time.monotonic();
-        # call that directly (a loop class with its own clock keeps its own).
-        standard = getattr(type(loop), "time", None) is asyncio.BaseEventLoop.time
-        clock = time.monotonic if standard else loop.time  # noqa: TID251
-        self._clock: Callable[[], float] = clock
-        self._heap: list[Entry] = []
-        self._live = 0
-        self._sequence = itertools.count()
-        self._handle: asyncio.TimerHandle | None = None
-        self._when = math.inf
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        """The loop's clock, which entries' times are read on."""
-        return self._clock
-
-    def arm(self, target: Expiring, seconds: float) -> Entry:
-        """Call ``target.expire()`` once `seconds` have passed; `disarm` the entry to forget it."""
-        return self.arm_at(target, self._clock() + seconds)
-
-    def arm_at(self, target: Expiring, when: float) -> Entry:
-        """Call ``target.expire()`` at `when` on `clock`."""
-        entry: Entry = [when, next(self._sequence), target]
-        heapq.heappush(self._heap, entry)
-        self._live += 1
-        if when < self._when:
-            self._set_timer(when)
-        return entry
-
-    def disarm(self, entry: Entry) -> None:
-        """Forget an entry (a no-op once it fired)."""
-        if entry[2] is None:
-            return
-        entry[2] = None
-        self._live -= 1
-        heap = self._heap
-        # Disarmed entries wait for their time to be dropped; keep them few.
-        if len(heap) > 64 and len(heap) > 2 * self._live:
-            self._heap = [e for e in heap if e[2] is not None]
-            heapq.heapify(self._heap)
-        if not self._live:
-            # The timer stays set: calls that start and end within one step
-            # would otherwise set and cancel it every time.
-            self._heap.clear()
-
-    def _set_timer(self, when: float) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-        self._when = when
-        self._handle = self._loop.call_at(when, self._fire)
-
-    def _fire(self) -> None:
-        self._handle, self._when = None, math.inf
-        now = self._clock()
-        heap = self._heap
-        while heap and (heap[0][2] is None or heap[0][0] <= now):
-            entry = heapq.heappop(heap)
-            scope = entry[2]
-            if scope is not None:
-                entry[2] = None
-                self._live -= 1
-                scope.expire()
-        if heap:
-            self._set_timer(heap[0][0])
-
-
-class _PerThread(threading.local):
-    loop: asyncio.AbstractEventLoop | None = None
-    alarm: Alarm | None = None
-
-
-_here = _PerThread()
-
-
-def _alarm_here() -> Alarm | None:
-    """This thread's asyncio loop's alarm; None when not running under asyncio."""
-    loop = asyncio._get_running_loop()
-    if loop is None:
-        return None
-    if loop is not _here.loop:
-        # A new loop in this thread: asyncio only if sniffio agrees (trio-asyncio).
-        alarm = Alarm(loop) if sniffio.current_async_library() == "asyncio" else None
-        if alarm is not None and not _probed:
-            _probe_anyio()
-        _here.loop, _here.alarm = loop, alarm
-    return _here.alarm
-
-
-def on_asyncio() -> bool:
-    """True when running under asyncio (sniffio is asked once per event loop).
-
-    Never a checkpoint. The answer is the one the deadlines' per-loop alarm
-    keeps, so the engine has one per-loop cache of it, not two.
-    """
-    return _alarm_here() is not None
+__all__ = ["DeadlineScope", "native_alarm"]
 
 
 def native_alarm() -> Alarm | None:
@@ -158,46 +40,11 @@ def native_alarm() -> Alarm | None:
     None on other backends, and on asyncio when anyio's task table could not be
     read (then scopes are anyio's and must be entered in the task).
     """
-    alarm = _alarm_here()
-    return alarm if _task_states is not None else None
+    alarm = alarm_here()
+    return alarm if anyio_tasks.task_states is not None else None
 
 
-def _anyio_task_states() -> Any:
-    """The task → scope table of anyio on asyncio; None if this anyio keeps no such table.
-
-    The native path reads it (and each scope's ``shield`` and parent) only to
-    learn whether the task stands inside a shielded anyio scope; without it,
-    `DeadlineScope` uses an anyio scope on asyncio too (correct, slower).
-    """
-    try:
-        from anyio._backends import _asyncio as backend
-
-        states = backend._task_states
-        probe = backend.CancelScope()
-        if not hasattr(probe, "_parent_scope") or not isinstance(
-            getattr(states, "data", None), dict
-        ):
-            return None
-        return states
-    except (ImportError, AttributeError):  # pragma: no cover - other anyio
-        return None
-
-
-# Read on the first asyncio loop (`_alarm_here`), not at import: anyio's asyncio
-# backend is a costly import that `import toolweave` need not pay.
-_task_states: Any = None
-# The table's own dict (a WeakKeyDictionary's), read without its Python-level
-# get(): anyio's state of a task (its innermost scope) or None.
-_task_state_refs: dict[Any, Any] = {}
-_probed = False
 _ref = weakref.ref
-
-
-def _probe_anyio() -> None:
-    global _task_states, _task_state_refs, _probed
-    _task_states = _anyio_task_states()
-    _task_state_refs = getattr(_task_states, "data", {})
-    _probed = True
 
 
 _REASON = "Cancelled via cancel scope {:x}; reason: toolweave DeadlineScope"
@@ -260,14 +107,20 @@ class DeadlineScope:
         other task would cancel the wrong one, so pass it only when sure.
         """
         self._seconds = seconds
-        loop = asyncio._get_running_loop() if task is None else task.get_loop()
-        here = _here
-        # _alarm_here(), without the call when the loop is the known one
-        alarm = here.alarm if loop is here.loop and loop is not None else _alarm_here()
+        if task is not None:
+            loop: asyncio.AbstractEventLoop | None = task.get_loop()
+        else:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # not asyncio
+                loop = None
+        cache = here
+        # alarm_here(), without the call when the loop is the known one
+        alarm = cache.alarm if loop is cache.loop and loop is not None else alarm_here()
         self._alarm = alarm
         self._scope: anyio.CancelScope | None = (
             None
-            if alarm is not None and _task_states is not None
+            if alarm is not None and anyio_tasks.task_states is not None
             else anyio.CancelScope()
         )
         self._entry: Entry | None = None
@@ -292,7 +145,7 @@ class DeadlineScope:
         the region with ``__exit__`` in the task, as a ``with`` block would, and
         then `cancel()` or `expire()` it. Only where `native_alarm()` is not None.
         """
-        if _task_states is None:
+        if anyio_tasks.task_states is None:
             raise RuntimeError("DeadlineScope.adopt needs the native asyncio path")
         self = cls.__new__(cls)
         self._seconds = self._alarm = self._scope = self._entry = None
@@ -316,7 +169,7 @@ class DeadlineScope:
         if task is None or self._task is not None:
             raise RuntimeError("a DeadlineScope is entered once, in a task")
         self._task = task
-        state = _task_state_refs.get(_ref(task))
+        state = anyio_tasks.refs.get(_ref(task))
         self._outer = state.cancel_scope if state is not None else None
         self._baseline = task.cancelling()
         self._live = True
@@ -450,7 +303,7 @@ class DeadlineScope:
 
     def _shielded(self, task: asyncio.Task[Any]) -> bool:
         """True if `task` stands in a shielded anyio scope entered inside this block."""
-        state = _task_state_refs.get(_ref(task))
+        state = anyio_tasks.refs.get(_ref(task))
         scope = state.cancel_scope if state is not None else None
         while scope is not None and scope is not self._outer:
             if scope.shield:

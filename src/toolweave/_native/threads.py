@@ -20,7 +20,7 @@ from typing import TypeVar, cast, final
 
 import anyio
 
-from ._daemon_pool import run_on_daemon_thread
+from .daemon_pool import run_on_daemon_thread
 
 __all__ = [
     "AbandonRecord",
