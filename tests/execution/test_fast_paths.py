@@ -1,4 +1,4 @@
-"""The lifecycle's fast paths answer exactly what the full stages would.
+"""The runner's plain path answers exactly what the staged chain would.
 
 The runner skips a stage when it cannot change the outcome (no permission
 opinion possible, no timeout, a plain str output); each stage still answers
@@ -85,14 +85,15 @@ def test_a_str_output_maps_to_itself() -> None:
     assert to_content("") == ("", False)
 
 
-# -- the runner's inline call path against every slower path -------------------
+# -- the runner's plain path against the staged chain ---------------------------
 #
-# With no timeout, no audit, no hooks and no listener, `ToolRunner.__call__`
-# awaits the tool itself and maps a plain output at once. Each row below is run
-# that way and through each stage the fast path skips (a timeout: `execute`;
-# the audit; hooks that do not match the tool: `_settle`; a listener: the
-# progress reporter; a permission mode whose stage runs in full); every variant
-# must give the same result, field by field, and the same batch signals.
+# With no timeout, no audit, no matching hook and no permission opinion, the
+# runner's plan for the tool is its plain path (`_plain.run_plain`). Each row
+# below is run that way and through the staged chain each option forces (a
+# timeout: `execute`; the audit; a permission mode whose stage runs in full),
+# and with options that keep the plain path but add work to it (hooks for
+# other tools; a listener: the progress reporter); every variant must give the
+# same result, field by field, and the same batch signals.
 
 
 def _modifier() -> None:
@@ -182,14 +183,14 @@ async def _run(case: str, **options: Any) -> tuple[tuple[Any, ...], object]:
 
 
 @pytest.mark.parametrize("case", list(BEHAVIOURS))
-async def test_every_slower_path_answers_as_the_inline_one(case: str) -> None:
+async def test_the_staged_chain_answers_as_the_plain_path(case: str) -> None:
     fast = await _run(case)
     for name, options in VARIANTS.items():
         assert await _run(case, **options) == fast, name
 
 
-async def test_the_inline_path_maps_as_the_stages_do() -> None:
-    """The fast path's answers themselves (so both sides cannot be wrong alike)."""
+async def test_the_plain_path_maps_as_the_stages_do() -> None:
+    """The plain path's answers themselves (so both sides cannot be wrong alike)."""
     rows = {
         "text": ("plain text", False, None),
         "surrogate": ("name \ufffd end", False, None),
@@ -214,7 +215,7 @@ async def test_the_inline_path_maps_as_the_stages_do() -> None:
         assert (content, is_error) == (empty_placeholder("probe"), False), case
 
 
-async def test_a_real_cancellation_propagates_on_the_inline_path() -> None:
+async def test_a_real_cancellation_propagates_on_the_plain_path() -> None:
     runner = ToolRunner(ToolRegistry([probe]), state=SessionState(), config=_FAST)
     with anyio.CancelScope() as scope:
         scope.cancel()
@@ -224,7 +225,7 @@ async def test_a_real_cancellation_propagates_on_the_inline_path() -> None:
 
 
 async def test_stages_changed_between_calls_are_seen_by_the_next_call() -> None:
-    """Nothing the fast path checks is cached: a mode or hook added later applies."""
+    """The plan is made again when a hook is added: the hook applies to the next call."""
     hooks = Hooks()
     runner = ToolRunner(
         ToolRegistry([probe]), state=SessionState(), config=_FAST, hooks=hooks

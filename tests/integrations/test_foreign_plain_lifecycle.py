@@ -1,11 +1,12 @@
-"""The plain lifecycle: a batch no lifecycle stage can act on skips the ToolRunner, same answers.
+"""A framework's calls take the runner's plain path when no stage can act; same answers.
 
-With no hooks, permission rules or mode, events, audit or timeout, and a
-`recover`, `ForeignScheduler` answers each call itself (`_plain_lifecycle`)
-instead of through the `ToolRunner`. Each case of the table below runs
-through both paths (an `on_event` listener, which changes no answer, forces
-the runner) and must give the same outcomes, in call order, and raise the
-same passthrough exception.
+`ForeignScheduler` runs every call through its `ToolRunner`; with no hooks,
+permission rules or mode, audit or timeout, the runner's plan for each
+stand-in is its plain path. Each case of the table below runs through the
+plain path and through the staged chain (forced by a permission mode whose
+stage allows everything, or by the audit in warn mode, neither of which
+changes an answer) and must give the same outcomes, in call order, and
+raise the same passthrough exception.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ import pytest
 
 from toolweave import StopRun
 from toolweave.events import Event
-from toolweave.execution import Hooks, PreToolUseDecision, PreToolUseInput, ToolRunner
+from toolweave.execution import (
+    Hooks,
+    PermissionMode,
+    PreToolUseDecision,
+    PreToolUseInput,
+    _runner,
+)
 from toolweave.integrations._declaration import Declaration
 from toolweave.integrations._foreign import ForeignScheduler, Outcome, Raised
 from toolweave.messages import ToolCall, ToolResult
@@ -114,31 +121,48 @@ def _seen(events: list[Event]) -> Callable[[Event], None]:
     return events.append
 
 
+STAGED: dict[str, dict[str, Any]] = {
+    "bypass mode (the permission stage)": {"mode": PermissionMode.BYPASS},
+    "audit warn": {"audit": "warn"},
+}
+
+
+@pytest.fixture
+def staged_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of calls the runners ran through the staged chain."""
+    seen: list[str] = []
+    run_staged = _runner.run_staged
+
+    async def spy(lc: Any, plan: Any, call: ToolCall) -> ToolResult:
+        seen.append(call.id)
+        return await run_staged(lc, plan, call)
+
+    monkeypatch.setattr(_runner, "run_staged", spy)
+    return seen
+
+
 @pytest.mark.parametrize("how", CASES)
-async def test_each_case_alone_answers_as_the_runner_does(how: str) -> None:
+@pytest.mark.parametrize("staged", list(STAGED))
+async def test_each_case_alone_answers_as_the_staged_chain_does(
+    how: str, staged: str, staged_calls: list[str]
+) -> None:
     events: list[Event] = []
-    plain = await _outcomes(_scheduler(), [how, "ok"])
-    full = await _outcomes(_scheduler(on_event=_seen(events)), [how, "ok"])
-    assert events, "the listener forces the runner path"
+    plain = await _outcomes(_scheduler(on_event=_seen(events)), [how, "ok"])
+    assert events, "a listener keeps the plain path"
+    assert staged_calls == []
+    full = await _outcomes(_scheduler(**STAGED[staged]), [how, "ok"])
+    assert staged_calls, "the option forces the staged chain"
     assert _comparable(plain) == _comparable(full)
 
 
-async def test_the_whole_table_in_one_batch_answers_as_the_runner_does(
-    monkeypatch: pytest.MonkeyPatch,
+async def test_the_whole_table_in_one_batch_answers_as_the_staged_chain_does(
+    staged_calls: list[str],
 ) -> None:
-    through_runner: list[str] = []
-    run_call = ToolRunner.__call__
-
-    async def spy(self: ToolRunner, call: ToolCall) -> ToolResult:
-        through_runner.append(call.id)
-        return await run_call(self, call)
-
-    monkeypatch.setattr(ToolRunner, "__call__", spy)
     hows = [h for h in CASES if h not in ("bubble", "raise in recover", "self-cancel")]
     plain, _ = await _outcomes(_scheduler(), hows)
-    assert through_runner == [], "the plain batch skips the runner"
-    full, _ = await _outcomes(_scheduler(on_event=lambda e: None), hows)
-    assert len(through_runner) == len(hows)
+    assert staged_calls == [], "no stage can act: every call took the plain path"
+    full, _ = await _outcomes(_scheduler(mode=PermissionMode.BYPASS), hows)
+    assert len(staged_calls) == len(hows)
     assert plain is not None
     assert _comparable((plain, None)) == _comparable((full, None))
     texts = [o.result.text for o in plain]
@@ -148,9 +172,11 @@ async def test_the_whole_table_in_one_batch_answers_as_the_runner_does(
     assert texts[hows.index("raise a stop")] == "stop here"
 
 
-@pytest.mark.parametrize("listener", [None, lambda e: None], ids=["plain", "runner"])
+@pytest.mark.parametrize(
+    "options", [{}, {"mode": PermissionMode.BYPASS}], ids=["plain", "staged"]
+)
 async def test_a_tools_own_cancelled_error_reaches_the_framework(
-    listener: Callable[[Event], None] | None,
+    options: dict[str, Any],
 ) -> None:
     """Re-raised as itself after every sibling finished, on both paths.
 
@@ -170,7 +196,7 @@ async def test_a_tools_own_cancelled_error_reaches_the_framework(
 
     outcomes, raised = None, None
     try:
-        outcomes = await _scheduler(on_event=listener).run(
+        outcomes = await _scheduler(**options).run(
             [("c0", "t", {"how": "self-cancel"}), ("c1", "t", {"how": "ok"})],
             invoke,
             _describe,
@@ -183,13 +209,13 @@ async def test_a_tools_own_cancelled_error_reaches_the_framework(
     assert finished == ["ok"], "the sibling ran to its end first"
 
 
-async def test_arguments_that_are_not_a_dict_go_through_the_runner() -> None:
-    # (the runner copies them into a dict; the plain path would hand them on as they are)
+async def test_arguments_that_are_not_a_dict_answer_alike_on_both_paths() -> None:
+    # (the stand-in copies them into a dict on either path)
     frozen = await _outcomes(
         _scheduler(), ["ok", "error"], lambda how: types.MappingProxyType({"how": how})
     )
     full = await _outcomes(
-        _scheduler(on_event=lambda e: None),
+        _scheduler(mode=PermissionMode.BYPASS),
         ["ok", "error"],
         lambda how: types.MappingProxyType({"how": how}),
     )
@@ -199,13 +225,13 @@ async def test_arguments_that_are_not_a_dict_go_through_the_runner() -> None:
 async def test_an_undeclared_tool_in_the_batch_answers_as_the_runner_does() -> None:
     plain = await _outcomes(_scheduler(), ["ok", "undeclared", "ok"])
     full = await _outcomes(
-        _scheduler(on_event=lambda e: None), ["ok", "undeclared", "ok"]
+        _scheduler(mode=PermissionMode.BYPASS), ["ok", "undeclared", "ok"]
     )
     assert _comparable(plain) == _comparable(full)
 
 
-async def test_a_stage_that_can_act_is_never_skipped() -> None:
-    """A hook, a timeout or a permission mode keeps the runner: its stage acts."""
+async def test_a_stage_that_can_act_is_never_skipped(staged_calls: list[str]) -> None:
+    """A hook or a timeout takes the staged chain: its stage acts."""
 
     hooks = Hooks()
 
@@ -216,6 +242,7 @@ async def test_a_stage_that_can_act_is_never_skipped() -> None:
     [outcome] = (await _outcomes(_scheduler(hooks=hooks), ["ok"]))[0] or []
     assert not outcome.ran
     assert "no" in outcome.result.text
+    assert staged_calls == ["c0"]
 
     timed = ForeignScheduler(
         {"t": Declaration(concurrency=Concurrency.SAFE, timeout=0.001)}
@@ -228,6 +255,7 @@ async def test_a_stage_that_can_act_is_never_skipped() -> None:
     )
     assert slow[0].result.is_error
     assert "timed out" in slow[0].result.text.lower()
+    assert staged_calls == ["c0", "c0"]
 
 
 async def _sleep_forever() -> str:

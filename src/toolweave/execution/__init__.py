@@ -6,6 +6,9 @@ its declared concurrency and `Access`; the rules are in `_audit_rules`.
 """
 
 from ._audit import AuditMode as AuditMode
+from ._audit import audit_mode_here as audit_mode_here
+from ._audit import check_audit_mode as check_audit_mode
+from ._audit import outside_audit as outside_audit
 from ._audit_runner import audited as audited
 from ._authorize import AskAnswer as AskAnswer
 from ._authorize import AskHandler as AskHandler
@@ -40,8 +43,11 @@ from ._run_start import RunStartHook as RunStartHook
 from ._run_start import RunStartInput as RunStartInput
 from ._run_start import RunStartOutcome as RunStartOutcome
 from ._runner import RunnerStatistics as RunnerStatistics
-from ._runner import StartBarrier as StartBarrier
 from ._runner import ToolRunner as ToolRunner
+from ._runner_options import LifecycleKeywords as LifecycleKeywords
+from ._runner_options import RunnerKeywords as RunnerKeywords
+from ._runner_options import RunnerOptions as RunnerOptions
+from ._runner_options import StartBarrier as StartBarrier
 from ._signals import BatchSignals as BatchSignals
 
 __all__ = [
@@ -54,6 +60,7 @@ __all__ = [
     "HookPermission",
     "HookVerdict",
     "Hooks",
+    "LifecycleKeywords",
     "PermissionDecision",
     "PermissionMode",
     "PermissionRule",
@@ -72,6 +79,8 @@ __all__ = [
     "RunStartHook",
     "RunStartInput",
     "RunStartOutcome",
+    "RunnerKeywords",
+    "RunnerOptions",
     "RunnerStatistics",
     "StartBarrier",
     "StopDecision",
@@ -79,8 +88,11 @@ __all__ = [
     "StopInput",
     "ToolOutput",
     "ToolRunner",
+    "audit_mode_here",
     "audited",
+    "check_audit_mode",
     "classify_call",
     "decide_permission",
     "make_preview",
+    "outside_audit",
 ]

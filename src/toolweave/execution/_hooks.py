@@ -440,3 +440,12 @@ class Hooks:
     def has_tool_hooks(self) -> bool:
         """True if any PreToolUse, PostToolUse or PostToolUseFailure hook is registered."""
         return bool(len(self._pre) or len(self._post) or len(self._failure))
+
+    @property
+    def tool_hook_count(self) -> int:
+        """PreToolUse, PostToolUse and PostToolUseFailure hooks registered so far.
+
+        Hooks are only ever added, so a runner that planned its calls at one
+        count knows its plans are stale once the count moved.
+        """
+        return len(self._pre) + len(self._post) + len(self._failure)

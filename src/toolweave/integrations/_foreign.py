@@ -14,26 +14,20 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar, final
+from typing import Any, Generic, NamedTuple, TypeVar, Unpack, final
 
 from pydantic import BaseModel, ConfigDict
 
 from .._exceptions import ToolError, ToolInputError
 from .._native.cancel import cancelled_from_outside, is_cancellation
-from ..events import Event
 from ..execution import (
     ExecutionConfig,
-    Hooks,
-    PermissionMode,
-    PermissionRules,
+    LifecycleKeywords,
+    RunnerOptions,
     ToolRunner,
 )
-from ..execution._audit import AuditMode
-from ..execution._execute import failure_of
-from ..execution._output import empty_placeholder, utf8_safe
 from ..messages import ToolCall, ToolResult
 from ..scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
-from ..scheduling._calls import Runner
 from ..tools import SessionState, Tool, ToolContext, ToolRegistry
 from ._declaration import UNDECLARED, Declaration, Declarations
 
@@ -161,44 +155,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def _plain_lifecycle(runner: Runner, registry: ToolRegistry, batch: _Batch) -> Runner:
-    """`runner`'s answers, in fewer steps, for calls no lifecycle stage can act on.
-
-    With no hooks, permission rules or mode, events, audit or timeout, the
-    `ToolRunner` would only copy the arguments, call the stand-in and word its
-    text; this does the same without a `ToolContext` or the checks of every
-    stage (a measurable share of a framework's cheap call). Used only when the
-    batch has a `recover` (the framework answered what it raised) and its
-    tools no timeout; a call whose arguments are not a dict goes to `runner`.
-    What still comes out of the call is worded by `failure_of`, as the runner
-    words it. tests/integrations/test_foreign_plain_lifecycle.py runs a table
-    of outcomes through both and finds them equal.
-    """
-
-    async def answer(call: ToolCall) -> ToolResult:
-        args = call.input
-        if type(args) is not dict:
-            return await runner(call)
-        try:
-            # the arguments as they are: the runner's copy was for its hooks
-            text = await _framework_text(batch, call, args)
-        except BaseException as exc:
-            tool = registry.get(call.name)
-            assert tool is not None  # every name of the batch has a stand-in
-            executed = failure_of(tool, exc)  # as the runner maps what a tool raised
-            if executed is None:
-                raise
-            if executed.error is not None:
-                return utf8_safe(ToolResult(call.id, executed.error, True))
-            text = str(executed.output)  # StopRun: its reason
-        result = ToolResult(
-            call.id, text if text.strip() else empty_placeholder(call.name)
-        )
-        return result if text.isascii() else utf8_safe(result)
-
-    return answer
-
-
 def _held(batch: _Batch, index: int, exc: BaseException) -> ToolError:
     """Keep `exc` (a passthrough) to re-raise after the batch; the call's error."""
     batch.raised[index] = exc
@@ -224,35 +180,15 @@ class ForeignScheduler:
         *,
         config: ConcurrencyConfig | None = None,
         dispatcher: Dispatcher | None = None,
-        hooks: Hooks | None = None,
-        permissions: PermissionRules | None = None,
-        mode: PermissionMode = PermissionMode.DEFAULT,
-        on_event: Callable[[Event], None] | None = None,
-        audit: AuditMode = "off",
         state: SessionState | None = None,
+        **lifecycle: Unpack[LifecycleKeywords],
     ) -> None:
         self._declarations = dict(declarations or {})
         self._config = config or ConcurrencyConfig()
         self._dispatcher = dispatcher
-        self._runner_options: dict[str, Any] = {
-            "hooks": hooks,
-            "permissions": permissions,
-            "mode": mode,
-            "on_event": on_event,
-            "audit": audit,
-            "config": _NO_TIMEOUT,
-        }
+        # the framework's timeout is the declaration's (the stand-in's own)
+        self._runner_options = RunnerOptions(config=_NO_TIMEOUT, **lifecycle)
         self._state = state or SessionState()
-        self._hooks = hooks
-        # no stage of the lifecycle could act: no rules, mode, events, audit
-        # or timeout (undeclared tools have none)
-        self._plain = (
-            not permissions
-            and mode is PermissionMode.DEFAULT
-            and on_event is None
-            and audit == "off"
-            and all(d.timeout is None for d in self._declarations.values())
-        )
         self._tools: dict[str, Tool] = {
             name: _StandIn(name, d) for name, d in self._declarations.items()
         }
@@ -284,12 +220,11 @@ class ForeignScheduler:
 
     def _runner_for(self, registry: ToolRegistry) -> ToolRunner:
         """The lifecycle runner; built once for the declared tools' registry."""
+        options = self._runner_options
         if registry is not self._registry:
-            return ToolRunner(registry, state=self._state, **self._runner_options)
+            return ToolRunner(registry, state=self._state, options=options)
         if self._runner is None:
-            self._runner = ToolRunner(
-                registry, state=self._state, **self._runner_options
-            )
+            self._runner = ToolRunner(registry, state=self._state, options=options)
         return self._runner
 
     def registry_for(self, names: Iterable[str]) -> ToolRegistry:
@@ -325,13 +260,7 @@ class ForeignScheduler:
         """
         registry = self.registry_for({c[1] for c in calls})
         batch = _Batch(invoke, describe, passthrough, recover)
-        runner: Runner = self._runner_for(registry)
-        if (
-            recover is not None
-            and self._plain
-            and (self._hooks is None or not self._hooks.has_tool_hooks)
-        ):
-            runner = _plain_lifecycle(runner, registry, batch)
+        runner = self._runner_for(registry)
         tw_calls = [
             ToolCall(id, name, args, key=f"0.{i}")
             for i, (id, name, args) in enumerate(calls)

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from .._exceptions import ConfigError
-from ..execution import AuditMode, ExecutionConfig, PermissionMode
-from ..execution._audit import check_audit_mode
+from ..execution import AuditMode, ExecutionConfig, PermissionMode, check_audit_mode
 from ..scheduling import ConcurrencyConfig
 from ..tools import SandboxMode, sandbox_mode
 from ..tools.builtin import parse_prefixes

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, final
 
 import anyio
 
+from .._utf8 import utf8_text
 from ..events import (
     Event,
     ModelCallFinished,
@@ -33,7 +34,6 @@ from ..events import (
     TextDelta,
 )
 from ..events import Warning as WarningEvent
-from ..execution._output import utf8_text
 from ..messages import ModelResponse, ToolCall
 from ..models import (
     ChunkAggregator,

@@ -26,7 +26,7 @@ from ..events import (
     IterationStarted,
     ToolUseStarted,
 )
-from ..execution._audit import audit_mode_here, outside_audit
+from ..execution import audit_mode_here, outside_audit
 from ..models import Model, resolve_model
 from ..tools import (
     Access,

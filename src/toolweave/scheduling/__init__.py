@@ -4,6 +4,7 @@ Usable on its own: hand `Dispatcher.dispatch` a list of calls, a registry and a
 runner (``async (call) -> ToolResult``) from your own agent loop.
 """
 
+from ._calls import Runner as Runner
 from ._calls import StartedWithAccess as StartedWithAccess
 from ._config import ConcurrencyConfig as ConcurrencyConfig
 from ._config import PolicyName as PolicyName
@@ -26,6 +27,7 @@ __all__ = [
     "DispatcherStatistics",
     "InterruptToken",
     "PolicyName",
+    "Runner",
     "SettledCall",
     "StartedWithAccess",
     "ToolStream",
