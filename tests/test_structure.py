@@ -56,9 +56,9 @@ KNOWN_LONG_FUNCTIONS = frozenset(
 KNOWN_MANY_PARAMETERS = frozenset(
     {
         "cli/_app.py _options",
+        "cli/_batch_command.py make_batch_command.batch",  # a typer command, registered by _app
         "cluster/_batch.py run_batch",
         "cluster/_batch.py _BatchRun.__init__",  # grew with batch recovery (issue 26)
-        "cluster/_command.py make_batch_command.batch",
         "execution/_runner.py ToolRunner.__init__",
         "integrations/_foreign.py ForeignScheduler.__init__",
         "loop/_subagent.py subagent",
