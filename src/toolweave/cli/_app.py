@@ -18,8 +18,6 @@ from .._exceptions import ConfigError, StoreError, ToolweaveError, UsageError
 from ..sessions import SQLiteSessionStore
 from ._batch_command import make_batch_command, open_batch_store
 from ._config_cmd import render_config
-from ._demo import render_epilogue, render_summary, run_demo
-from ._demo_schedules import run_schedules_demo
 from ._errors import fail
 from ._help import Command, Group
 from ._output_guard import guarded_output
@@ -35,6 +33,7 @@ from ._settings import load_settings
 from ._show import render_sessions, render_transcript
 from ._signals import entry_signals
 from ._timeline import write_timeline
+from .demo import render_epilogue, render_summary, run_demo, run_schedules_demo
 
 __all__ = ["app", "main"]
 
