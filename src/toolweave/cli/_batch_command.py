@@ -24,7 +24,7 @@ from ..cluster import (
     run_batch,
 )
 from ..execution import PermissionMode
-from ..loop import AgentConfig
+from ..loop import AgentConfig, HookSettings, load_hook_settings
 from ..sessions import SessionStore
 from ._batch_progress import batch_progress
 from ._errors import fail
@@ -115,11 +115,15 @@ def _summary(stats: BatchStatistics, target: Path) -> str:
 
 def make_batch_command(
     open_store: StoreOpener = open_default_store,
+    hooks_for: Callable[[Path], HookSettings] = load_hook_settings,
 ) -> Callable[..., None]:
     """The ``batch`` command function for a typer app, opening stores with `open_store`.
 
     The CLI passes its own opener so ``--store`` and settings resolve exactly as
-    for ``toolweave run``; sessions then show in ``toolweave sessions``.
+    for ``toolweave run``; sessions then show in ``toolweave sessions``. Every
+    session runs the shell hooks `hooks_for` finds from the working directory
+    (default: the user's and the project's `toolweave.toml` hooks, as
+    ``toolweave run`` does), each in its session's workspace.
     """
 
     def batch(
@@ -143,6 +147,7 @@ def make_batch_command(
             config = AgentConfig(permission_mode=PermissionMode(permission_mode))
             if tools is None:
                 raise UsageError(NO_TOOLS_HELP)
+            hooks = hooks_for(Path.cwd())
         except (UsageError, ValueError) as exc:
             raise fail(exc, console) from exc
         target = output or default_output_path(tasks)
@@ -158,6 +163,7 @@ def make_batch_command(
             ray_address=ray_address,
             session_resources={"num_cpus": session_cpus},
             retry_failed=retry_failed,
+            hooks=hooks,
         )
         try:
             db = None if no_store else open_store(store)
