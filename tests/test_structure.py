@@ -132,18 +132,7 @@ KNOWN_PRIVATE_IMPORTS = frozenset(
         "scheduling/_spawn.py imports tools._deadline",
     }
 )
-KNOWN_IMPORT_CIRCLES = frozenset(
-    {
-        frozenset(
-            {
-                "toolweave.loop._discarded",
-                "toolweave.loop._endings",
-                "toolweave.loop._loop",
-                "toolweave.loop._shrink",
-            }
-        ),
-    }
-)
+KNOWN_IMPORT_CIRCLES: frozenset[frozenset[str]] = frozenset()
 
 # -- reading the source ---------------------------------------------------------
 
