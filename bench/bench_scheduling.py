@@ -24,7 +24,7 @@ import trio
 import trio.testing
 
 import toolweave as tw
-from toolweave.cli._simulated import lower_bound, random_batch, run_batch
+from toolweave.cli.demo import lower_bound, random_batch, run_simulated_batch
 from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 
 
@@ -153,7 +153,9 @@ async def _part_c_async() -> list[str]:
         totals["serial"] += sum(c.duration for c in batch)
         spans = {}
         for policy in POLICIES:
-            makespan, _ = await run_batch(batch, ConcurrencyConfig(policy=policy))  # type: ignore[arg-type]
+            makespan, _ = await run_simulated_batch(
+                batch, ConcurrencyConfig(policy=policy)
+            )  # type: ignore[arg-type]
             spans[policy] = makespan
             totals[policy] += makespan
         conflict_at_bound += abs(spans["conflict"] - bound) < 1e-9

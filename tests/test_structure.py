@@ -51,9 +51,9 @@ KNOWN_LONG_FUNCTIONS: frozenset[str] = frozenset()  # none left: execution/ meet
 KNOWN_MANY_PARAMETERS = frozenset(
     {
         "cli/_app.py _options",
+        "cli/_batch_command.py make_batch_command.batch",  # a typer command, registered by _app
         "cluster/_batch.py run_batch",
         "cluster/_batch.py _BatchRun.__init__",  # grew with batch recovery (issue 26)
-        "cluster/_command.py make_batch_command.batch",
         "loop/_subagent.py subagent",
         "loop/_subagent.py SubAgentTool.__init__",
         "loop/_tool_batch.py ToolBatcher.__init__",
@@ -91,18 +91,7 @@ KNOWN_PRIVATE_IMPORTS = frozenset(
         "integrations/_declaration.py imports tools._tool",
     }
 )
-KNOWN_IMPORT_CIRCLES = frozenset(
-    {
-        frozenset(
-            {
-                "toolweave.loop._discarded",
-                "toolweave.loop._endings",
-                "toolweave.loop._loop",
-                "toolweave.loop._shrink",
-            }
-        ),
-    }
-)
+KNOWN_IMPORT_CIRCLES: frozenset[frozenset[str]] = frozenset()
 
 # -- reading the source ---------------------------------------------------------
 

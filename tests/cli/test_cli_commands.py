@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from toolweave.cli import app
-from toolweave.cli._demo_schedules import run_schedules_demo
+from toolweave.cli.demo import run_schedules_demo
 from toolweave.sessions import CallState, SQLiteSessionStore
 
 

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from toolweave.cli._audit_view import stored_violations
-from toolweave.cli._demo import render_summary, run_demo
+from toolweave.cli.demo import render_summary, run_demo
 from toolweave.events import CompletionReason
 from toolweave.sessions import SQLiteSessionStore
 

@@ -8,8 +8,8 @@ import pytest
 from rich.console import Console
 
 from toolweave.cli._ask import TerminalAsk, parse_answer
-from toolweave.cli._makespan import BatchStats, CallSpan, batch_stats, overlapping
 from toolweave.messages import ToolCall
+from toolweave.scheduling import BatchStats, CallSpan, batch_stats, overlapping
 from toolweave.sessions import AccessRecord
 
 

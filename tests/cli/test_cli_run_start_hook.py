@@ -10,9 +10,13 @@ from cli_support import final, json_lines, script
 from typer.testing import CliRunner
 
 from toolweave.cli import app
-from toolweave.cli._settings_model import HookCommand, HookSettings
-from toolweave.cli._shell_hooks import build_shell_hooks
-from toolweave.loop import Agent, AgentConfig
+from toolweave.loop import (
+    Agent,
+    AgentConfig,
+    HookCommand,
+    HookSettings,
+    build_shell_hooks,
+)
 from toolweave.messages import Message, ModelResponse, Text
 from toolweave.models import ModelRequest, ScriptedModel
 from toolweave.sessions import SQLiteSessionStore

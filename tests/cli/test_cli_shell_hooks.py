@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from toolweave.cli._settings_model import HookCommand, HookSettings
-from toolweave.cli._shell_hooks import build_shell_hooks
-from toolweave.loop import Agent, AgentConfig, RunResult
+from toolweave.loop import (
+    Agent,
+    AgentConfig,
+    HookCommand,
+    HookSettings,
+    RunResult,
+    build_shell_hooks,
+)
 from toolweave.messages import ModelResponse, StopReason, Text, ToolCall, Usage
 from toolweave.models import ScriptedModel
 from toolweave.tools import Access, tool

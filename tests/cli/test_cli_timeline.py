@@ -13,9 +13,9 @@ from browser_support import bars_in, chromium, find_chromium, hex_rgb, png_colou
 from rich.console import Console
 
 from toolweave._exceptions import OverloadedError
-from toolweave.cli._demo import run_demo
 from toolweave.cli._show import render_transcript
 from toolweave.cli._timeline import write_timeline
+from toolweave.cli.demo import run_demo
 from toolweave.loop import Agent, AgentConfig
 from toolweave.messages import ModelResponse, StopReason, Text, ToolCall, Usage
 from toolweave.models import RetryPolicy, ScriptedModel, ScriptStep

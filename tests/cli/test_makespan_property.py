@@ -30,10 +30,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolweave as tw
-from toolweave.cli._makespan import BatchStats, CallSpan, batch_stats
 from toolweave.cli._timeline_data import load_groups
 from toolweave.execution import PermissionRules
 from toolweave.models import ScriptedModel
+from toolweave.scheduling import BatchStats, CallSpan, batch_stats
 from toolweave.sessions import AccessRecord, SessionRecorder, SQLiteSessionStore
 
 KEYS = ("a", "b", "c")

@@ -12,12 +12,12 @@ import pytest
 from cluster_support import add, batch_tools, ok_steps, step_calls, step_text, task_line
 from typer.testing import CliRunner
 
+from toolweave.cli import make_batch_command
 from toolweave.cluster import (
     BatchStatistics,
     BatchTask,
     describe_statistics,
     load_records,
-    make_batch_command,
     parse_tasks,
     run_batch,
     scripted_spec,
@@ -271,7 +271,6 @@ def test_batch_command_reports_bad_input(tmp_path: Path) -> None:
 def test_toolweave_batch_is_registered_on_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolweave.cli._batch_command  # noqa: F401 - registers the command
     from toolweave.cli import app
 
     monkeypatch.setenv("TOOLWEAVE_HOME", str(tmp_path / "home"))

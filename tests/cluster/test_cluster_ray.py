@@ -38,9 +38,9 @@ from cluster_support import (
 )
 from typer.testing import CliRunner
 
+from toolweave.cli import make_batch_command
 from toolweave.cluster import (
     RayTool,
-    batch_command,
     load_records,
     model_from_spec,
     ray_tools,
@@ -312,7 +312,7 @@ def test_batch_command_on_ray(ray_cluster: Any, tmp_path: Path) -> None:
     import typer
 
     app = typer.Typer()
-    app.command("batch")(batch_command)
+    app.command("batch")(make_batch_command())
     app.command("noop")(lambda: None)
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(

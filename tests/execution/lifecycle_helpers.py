@@ -10,9 +10,15 @@ from typing import Any
 import anyio
 
 from toolweave.events import Event
-from toolweave.execution import ToolRunner
+from toolweave.execution import (
+    AskAnswer,
+    AskHandler,
+    PermissionRules,
+    RunDeadline,
+    ToolRunner,
+)
 from toolweave.messages import ToolCall, ToolResult
-from toolweave.scheduling import ConcurrencyConfig, Dispatcher
+from toolweave.scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
 from toolweave.tools import Access, Concurrency, SessionState, ToolRegistry, tool
 
 
@@ -108,3 +114,47 @@ def patient_autojump(real_seconds: float = 0.25) -> Iterator[None]:
         yield
     finally:
         clock.autojump_threshold = before
+
+
+# -- a tool that needs the user's approval, and runners that ask for it ---------------
+
+
+class Approvals:
+    """The `guarded` tool (always asked about) and what of it ran, per test."""
+
+    def __init__(self) -> None:
+        self.ran: list[int] = []
+
+        @tool(name="guarded")
+        async def guarded(n: int) -> str:
+            """Needs approval."""
+            self.ran.append(n)
+            return "ran"
+
+        self.tool = guarded
+
+    def runner(
+        self,
+        tmp_path: Path,
+        ask: AskHandler,
+        *,
+        events: Events | None = None,
+        halt: InterruptToken | None = None,
+        deadline: RunDeadline | None = None,
+    ) -> ToolRunner:
+        """A runner over `guarded` whose every call asks `ask` first."""
+        return ToolRunner(
+            registry_with(self.tool),
+            state=make_state(tmp_path),
+            permissions=PermissionRules(ask=["guarded"]),
+            ask=ask,
+            on_event=events,
+            interrupt=halt,
+            deadline=deadline,
+        )
+
+
+async def never_answers(call: ToolCall, reason: str) -> AskAnswer:
+    """An ask handler whose user never answers."""
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")

@@ -11,39 +11,16 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lifecycle_helpers import call, make_state, registry_with
+from lifecycle_helpers import Approvals, call
 
 from toolweave.execution import (
     AskAnswer,
-    AskHandler,
-    PermissionRules,
     RunDeadline,
-    ToolRunner,
 )
 from toolweave.messages import ToolCall, ToolResult
 from toolweave.scheduling import InterruptToken
-from toolweave.tools import tool
 
 pytestmark = pytest.mark.anyio
-
-ran: list[str] = []
-
-
-@tool(name="guarded")
-async def guarded(n: int) -> str:
-    """Needs approval."""
-    ran.append(str(n))
-    return "ran"
-
-
-def _runner(tmp_path: Path, ask: AskHandler, halt: InterruptToken | None) -> ToolRunner:
-    return ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=ask,
-        interrupt=halt,
-    )
 
 
 def _not_run(result: ToolResult) -> bool:
@@ -55,12 +32,9 @@ def _not_run(result: ToolResult) -> bool:
     )
 
 
-@pytest.fixture(autouse=True)
-def _nothing_ran() -> None:
-    ran.clear()
-
-
-async def test_the_halt_ends_the_ask_and_the_queue_behind_it(tmp_path: Path) -> None:
+async def test_the_halt_ends_the_ask_and_the_queue_behind_it(
+    approvals: Approvals, tmp_path: Path
+) -> None:
     halt = InterruptToken()
     asked: list[str] = []
     asking = anyio.Event()
@@ -71,7 +45,7 @@ async def test_the_halt_ends_the_ask_and_the_queue_behind_it(tmp_path: Path) -> 
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
-    runner = _runner(tmp_path, ask, halt)
+    runner = approvals.runner(tmp_path, ask, halt=halt)
     results: dict[str, ToolResult] = {}
 
     async def one(call_id: str) -> None:
@@ -83,11 +57,13 @@ async def test_the_halt_ends_the_ask_and_the_queue_behind_it(tmp_path: Path) -> 
         await asking.wait()
         await anyio.wait_all_tasks_blocked()  # the other one waits for its turn
         halt.set()
-    assert len(asked) == 1 and ran == []
+    assert len(asked) == 1 and approvals.ran == []
     assert all(_not_run(results[c]) for c in ("a", "b")), results
 
 
-async def test_after_the_halt_nothing_is_asked(tmp_path: Path) -> None:
+async def test_after_the_halt_nothing_is_asked(
+    approvals: Approvals, tmp_path: Path
+) -> None:
     halt = InterruptToken()
     halt.set()
     asked: list[str] = []
@@ -96,11 +72,13 @@ async def test_after_the_halt_nothing_is_asked(tmp_path: Path) -> None:
         asked.append(call.id)
         return "allow"
 
-    result = await _runner(tmp_path, ask, halt)(call("a", "guarded", n=1))
-    assert asked == [] and ran == [] and _not_run(result)
+    result = await approvals.runner(tmp_path, ask, halt=halt)(call("a", "guarded", n=1))
+    assert asked == [] and approvals.ran == [] and _not_run(result)
 
 
-async def test_a_halt_during_an_answer_still_wins(tmp_path: Path) -> None:
+async def test_a_halt_during_an_answer_still_wins(
+    approvals: Approvals, tmp_path: Path
+) -> None:
     """The halt fires as the answer comes back (no checkpoint between): not run."""
     halt = InterruptToken()
 
@@ -108,11 +86,12 @@ async def test_a_halt_during_an_answer_still_wins(tmp_path: Path) -> None:
         halt.set()
         return "allow"
 
-    result = await _runner(tmp_path, ask, halt)(call("a", "guarded", n=1))
-    assert ran == [] and _not_run(result)
+    result = await approvals.runner(tmp_path, ask, halt=halt)(call("a", "guarded", n=1))
+    assert approvals.ran == [] and _not_run(result)
 
 
 async def test_a_call_cancelled_at_its_prompt_is_answered_not_run(
+    approvals: Approvals,
     tmp_path: Path,
 ) -> None:
     """No halt token (a runner used alone): cancelling the call ends the wait the same way."""
@@ -123,7 +102,7 @@ async def test_a_call_cancelled_at_its_prompt_is_answered_not_run(
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
-    runner = _runner(tmp_path, ask, None)
+    runner = approvals.runner(tmp_path, ask, halt=None)
     results: list[ToolResult] = []
     with anyio.CancelScope() as scope:
 
@@ -134,51 +113,53 @@ async def test_a_call_cancelled_at_its_prompt_is_answered_not_run(
             tg.start_soon(one)
             await asking.wait()
             scope.cancel()
-    assert ran == [] and len(results) == 1 and _not_run(results[0])
+    assert approvals.ran == [] and len(results) == 1 and _not_run(results[0])
 
 
-async def test_an_answer_before_the_halt_lets_the_call_run(tmp_path: Path) -> None:
+async def test_an_answer_before_the_halt_lets_the_call_run(
+    approvals: Approvals, tmp_path: Path
+) -> None:
     halt = InterruptToken()
 
     async def ask(call: ToolCall, reason: str) -> AskAnswer:
         return "allow"
 
-    result = await _runner(tmp_path, ask, halt)(call("a", "guarded", n=1))
-    assert result.text == "ran" and ran == ["1"]
+    result = await approvals.runner(tmp_path, ask, halt=halt)(call("a", "guarded", n=1))
+    assert result.text == "ran" and approvals.ran == [1]
     halt.set()  # afterwards: nothing to cut
 
 
-async def test_the_run_deadline_at_the_prompt_says_so(tmp_path: Path) -> None:
+async def test_the_run_deadline_at_the_prompt_says_so(
+    approvals: Approvals, tmp_path: Path
+) -> None:
     """The wall-clock bound falls while the user is asked: "not run", naming the bound."""
 
     async def ask(call: ToolCall, reason: str) -> AskAnswer:
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
-    runner = ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=ask,
+    runner = approvals.runner(
+        tmp_path,
+        ask,
         deadline=RunDeadline(anyio.current_time() + 0.05, "the test's bound"),
-        interrupt=InterruptToken(),
+        halt=InterruptToken(),
     )
     result = await runner(call("a", "guarded", n=1))
-    assert ran == [] and result.synthetic
+    assert approvals.ran == [] and result.synthetic
     assert result.text.startswith("Not run: the test's bound ran out"), result.text
 
 
-async def test_under_a_run_deadline_a_denial_is_still_a_denial(tmp_path: Path) -> None:
+async def test_under_a_run_deadline_a_denial_is_still_a_denial(
+    approvals: Approvals, tmp_path: Path
+) -> None:
     async def ask(call: ToolCall, reason: str) -> AskAnswer:
         return "deny"
 
-    runner = ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=ask,
+    runner = approvals.runner(
+        tmp_path,
+        ask,
         deadline=RunDeadline(anyio.current_time() + 3600, "the test's bound"),
     )
     result = await runner(call("a", "guarded", n=1))
-    assert ran == [] and not result.synthetic
+    assert approvals.ran == [] and not result.synthetic
     assert result.text.startswith("Permission denied by the user"), result.text

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lifecycle_helpers import Events, call, make_state, registry_with
+from lifecycle_helpers import Approvals, Events, call, never_answers
 
 import toolweave as tw
 from toolweave.events import Event, PermissionAnswered, PermissionAsked, ToolRunning
@@ -26,28 +26,12 @@ from toolweave.execution import (
     AskAnswer,
     PermissionRules,
     RunDeadline,
-    ToolRunner,
 )
 from toolweave.messages import ToolCall, ToolResult
 from toolweave.models import ScriptedModel
 from toolweave.scheduling import InterruptToken
-from toolweave.tools import tool
 
 pytestmark = pytest.mark.anyio
-
-ran: list[int] = []
-
-
-@tool(name="guarded")
-async def guarded(n: int) -> str:
-    """Needs approval."""
-    ran.append(n)
-    return "ran"
-
-
-@pytest.fixture(autouse=True)
-def _nothing_ran() -> None:
-    ran.clear()
 
 
 def _waits(events: Events) -> list[tuple[str, str]]:
@@ -65,11 +49,6 @@ def _not_run(result: ToolResult) -> bool:
     return result.is_error and result.synthetic and result.text.startswith("Not run")
 
 
-async def _never(call: ToolCall, reason: str) -> AskAnswer:
-    await anyio.sleep_forever()
-    raise AssertionError("unreachable")
-
-
 Cut = Callable[[InterruptToken, anyio.CancelScope], None]
 
 
@@ -83,7 +62,7 @@ def _cancel(halt: InterruptToken, scope: anyio.CancelScope) -> None:
 
 @pytest.mark.parametrize("cut", [_halt, _cancel], ids=["halt", "cancel"])
 async def test_a_cut_wait_and_the_call_queued_behind_it_are_told_cancelled(
-    tmp_path: Path, cut: Cut
+    approvals: Approvals, tmp_path: Path, cut: Cut
 ) -> None:
     """One call at the prompt, one waiting its turn: both waits end "cancelled"."""
     events = Events()
@@ -92,16 +71,9 @@ async def test_a_cut_wait_and_the_call_queued_behind_it_are_told_cancelled(
 
     async def ask(call: ToolCall, reason: str) -> AskAnswer:
         asking.set()
-        return await _never(call, reason)
+        return await never_answers(call, reason)
 
-    runner = ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=ask,
-        on_event=events,
-        interrupt=halt,
-    )
+    runner = approvals.runner(tmp_path, ask, events=events, halt=halt)
     results: dict[str, ToolResult] = {}
 
     async def one(call_id: str) -> None:
@@ -117,12 +89,13 @@ async def test_a_cut_wait_and_the_call_queued_behind_it_are_told_cancelled(
     told = _waits(events)
     assert sorted(told[:2]) == [("asked", "a"), ("asked", "b")]
     assert sorted(told[2:]) == [("cancelled", "a"), ("cancelled", "b")]
-    assert ran == [] and not events.of(ToolRunning)
+    assert approvals.ran == [] and not events.of(ToolRunning)
     assert sorted(results) == ["a", "b"]
     assert all(_not_run(r) for r in results.values()), results
 
 
 async def test_a_call_reaching_the_prompt_after_the_halt_is_not_told_a_wait(
+    approvals: Approvals,
     tmp_path: Path,
 ) -> None:
     """Nobody was asked and nobody waited: no pair, and the call is answered not run."""
@@ -135,20 +108,14 @@ async def test_a_call_reaching_the_prompt_after_the_halt_is_not_told_a_wait(
         asked.append(call.id)
         return "allow"
 
-    runner = ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=ask,
-        on_event=events,
-        interrupt=halt,
-    )
+    runner = approvals.runner(tmp_path, ask, events=events, halt=halt)
     result = await runner(call("a", "guarded", n=1))
-    assert _not_run(result) and asked == [] and ran == []
+    assert _not_run(result) and asked == [] and approvals.ran == []
     assert _waits(events) == []
 
 
 async def test_a_halt_as_the_answer_comes_back_is_cancelled_not_allow(
+    approvals: Approvals,
     tmp_path: Path,
 ) -> None:
     """The handler said "allow" but the halt won: the event says what happened."""
@@ -159,31 +126,23 @@ async def test_a_halt_as_the_answer_comes_back_is_cancelled_not_allow(
         halt.set()
         return "allow"
 
-    runner = ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=ask,
-        on_event=events,
-        interrupt=halt,
-    )
+    runner = approvals.runner(tmp_path, ask, events=events, halt=halt)
     result = await runner(call("a", "guarded", n=1))
-    assert _not_run(result) and ran == []
+    assert _not_run(result) and approvals.ran == []
     assert _waits(events) == [("asked", "a"), ("cancelled", "a")]
 
 
 async def test_a_run_deadline_at_the_prompt_ends_the_wait_cancelled(
+    approvals: Approvals,
     tmp_path: Path,
 ) -> None:
     events = Events()
-    runner = ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=_never,
-        on_event=events,
+    runner = approvals.runner(
+        tmp_path,
+        never_answers,
+        events=events,
         deadline=RunDeadline(anyio.current_time() + 0.05, "the test's bound"),
-        interrupt=InterruptToken(),
+        halt=InterruptToken(),
     )
     result = await runner(call("a", "guarded", n=1))
     assert result.synthetic and result.text.startswith(
@@ -197,29 +156,28 @@ async def test_a_run_deadline_at_the_prompt_ends_the_wait_cancelled(
     [("allow", "allow", True), ("deny", "deny", False), ("maybe", "failed", False)],
 )
 async def test_under_a_halt_token_and_a_deadline_an_answer_is_told_as_given(
-    tmp_path: Path, answer: str, told: str, runs: bool
+    approvals: Approvals, tmp_path: Path, answer: str, told: str, runs: bool
 ) -> None:
     events = Events()
 
     async def ask(call: ToolCall, reason: str) -> AskAnswer:
         return answer  # type: ignore[return-value]  # "maybe": a handler's mistake
 
-    runner = ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=ask,
-        on_event=events,
+    runner = approvals.runner(
+        tmp_path,
+        ask,
+        events=events,
         deadline=RunDeadline(anyio.current_time() + 3600, "the test's bound"),
-        interrupt=InterruptToken(),
+        halt=InterruptToken(),
     )
     result = await runner(call("a", "guarded", n=1))
     assert _waits(events) == [("asked", "a"), (told, "a")]
-    assert (ran == [1]) is runs and not result.synthetic
+    assert (approvals.ran == [1]) is runs and not result.synthetic
     assert result.is_error is not runs
 
 
 async def test_a_handler_answering_the_covered_word_is_not_approved(
+    approvals: Approvals,
     tmp_path: Path,
 ) -> None:
     """The event says `approved` when an "always" covered a call; a handler that
@@ -229,21 +187,16 @@ async def test_a_handler_answering_the_covered_word_is_not_approved(
     async def ask(call: ToolCall, reason: str) -> AskAnswer:
         return "approved"  # type: ignore[return-value]
 
-    runner = ToolRunner(
-        registry_with(guarded),
-        state=make_state(tmp_path),
-        permissions=PermissionRules(ask=["guarded"]),
-        ask=ask,
-        on_event=events,
-    )
+    runner = approvals.runner(tmp_path, ask, events=events)
     result = await runner(call("a", "guarded", n=1))
-    assert ran == [] and result.is_error
+    assert approvals.ran == [] and result.is_error
     assert "the ask handler answered 'approved'" in result.text
     assert _waits(events) == [("asked", "a"), ("failed", "a")]
 
 
 @pytest.mark.parametrize("interrupt", [tw.Interrupt.CANCEL, tw.Interrupt.BLOCK])
 async def test_an_interrupt_at_the_prompt_through_the_agent(
+    approvals: Approvals,
     interrupt: tw.Interrupt,
 ) -> None:
     """Whatever the tool's Interrupt behaviour, the wait ends at once, told cancelled."""
@@ -251,12 +204,12 @@ async def test_an_interrupt_at_the_prompt_through_the_agent(
 
     async def never(call: tw.ToolCall, reason: str) -> AskAnswer:
         asked.set()
-        return await _never(call, reason)
+        return await never_answers(call, reason)
 
     @tw.tool(interrupt=interrupt, access=tw.Access(writes=["k:c"]))
     async def change() -> str:
         """A write that needs approval."""
-        ran.append(0)
+        approvals.ran.append(0)
         return "changed"
 
     model = ScriptedModel(
@@ -283,7 +236,7 @@ async def test_an_interrupt_at_the_prompt_through_the_agent(
                     events.append(event)
             result = await run.wait()
     answers = [e.answer for e in events if isinstance(e, PermissionAnswered)]
-    assert answers == ["cancelled"] and ran == []
+    assert answers == ["cancelled"] and approvals.ran == []
     assert result is not None
     results = [
         block

@@ -6,7 +6,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
 import pytest
 from framework_probe import DECLARATIONS, SCENARIO, Probe
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -16,14 +15,12 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import Field
 
-from toolweave import Access, Concurrency, Interrupt
-from toolweave.integrations import READ_ONLY, Declaration
+from toolweave.integrations import READ_ONLY
 from toolweave.integrations.langgraph import (
     INTERRUPT_KEY,
     ScheduledToolNode,
     SplitBatchWarning,
 )
-from toolweave.scheduling import InterruptToken
 
 
 class RecordingModel(FakeMessagesListChatModel):
@@ -144,60 +141,6 @@ async def test_react_agent_v2_sends_calls_apart_and_the_node_warns() -> None:
 
 
 @pytest.mark.anyio
-async def test_hand_built_graph_async_path() -> None:
-    probe = Probe()
-    model = _model(*SCENARIO)
-    node = ScheduledToolNode(_tools(probe), declarations=DECLARATIONS)
-    await _graph(model, node).ainvoke({"messages": [HumanMessage("go")]})
-    probe.check()
-    assert [m.status for m in _answers(model)] == ["success"] * 5
-
-
-@pytest.mark.anyio
-async def test_plain_tool_node_runs_the_write_beside_the_reads() -> None:
-    """The baseline this integration fixes: ToolNode starts all five at once."""
-    probe = Probe()
-    model = _model(*SCENARIO)
-    await _graph(model, ToolNode(_tools(probe))).ainvoke(
-        {"messages": [HumanMessage("go")]}
-    )
-    at = {e: i for i, e in enumerate(probe.log)}
-    assert at["start", "W"] < at["end", "a"]  # W started while the reads were inside
-
-
-@pytest.mark.anyio
-async def test_undeclared_tool_is_a_barrier() -> None:
-    probe = Probe()
-    model = _model(("read", "a"), ("read", "b"), ("write", "W"))
-    node = ScheduledToolNode(_tools(probe), declarations={"read": DECLARATIONS["read"]})
-    await _graph(model, node).ainvoke({"messages": [HumanMessage("go")]})
-    assert probe.alone == [True]
-    at = {e: i for i, e in enumerate(probe.log)}
-    assert at["start", "W"] > max(at["end", "a"], at["end", "b"])
-
-
-@pytest.mark.anyio
-async def test_raising_tool_is_an_error_message_and_siblings_finish() -> None:
-    probe = Probe()
-
-    async def boom(name: str) -> str:
-        raise ValueError(f"boom {name}")
-
-    tools = [
-        *_tools(probe),
-        StructuredTool.from_function(coroutine=boom, name="boom", description="b"),
-    ]
-    model = _model(("read", "a"), ("boom", "x"), ("read", "b"))
-    node = ScheduledToolNode(tools, declarations={**DECLARATIONS, "boom": READ_ONLY})
-    await _graph(model, node).ainvoke({"messages": [HumanMessage("go")]})
-    answers = _answers(model)
-    assert [m.tool_call_id for m in answers] == ["c0", "c1", "c2"]
-    assert [m.status for m in answers] == ["success", "error", "success"]
-    assert "boom x" in str(answers[1].content)
-    assert {("end", "a"), ("end", "b")} <= set(probe.log)
-
-
-@pytest.mark.anyio
 async def test_unknown_tool_is_answered_by_the_node() -> None:
     probe = Probe()
     model = _model(("write", "W"), ("nope", "x"))
@@ -206,49 +149,6 @@ async def test_unknown_tool_is_answered_by_the_node() -> None:
     answers = _answers(model)
     assert [m.status for m in answers] == ["success", "error"]
     assert "nope" in str(answers[1].content)
-
-
-@pytest.mark.anyio
-async def test_interrupt_answers_every_call() -> None:
-    token = InterruptToken()
-    hang_started = anyio.Event()
-    started = []
-
-    async def hang(name: str) -> str:
-        started.append(name)
-        hang_started.set()
-        await anyio.sleep_forever()
-        raise AssertionError("not reached")
-
-    async def trigger(name: str) -> str:
-        with anyio.fail_after(10):  # deadlock guard only
-            await hang_started.wait()
-        token.set()
-        return "interrupting"
-
-    async def write(name: str) -> str:
-        started.append(name)
-        return "wrote"
-
-    tools = [
-        StructuredTool.from_function(coroutine=f, name=f.__name__, description="t")
-        for f in (hang, trigger, write)
-    ]
-    declarations = {
-        "hang": Declaration(concurrency=Concurrency.SAFE, interrupt=Interrupt.CANCEL),
-        "trigger": READ_ONLY,
-        "write": Declaration(access=Access(writes=("db",))),
-    }
-    model = _model(("hang", "h"), ("trigger", "t"), ("write", "w"))
-    node = ScheduledToolNode(tools, declarations=declarations)
-    await _graph(model, node).ainvoke(
-        {"messages": [HumanMessage("go")]},
-        {"configurable": {INTERRUPT_KEY: token}},
-    )
-    answers = _answers(model)
-    assert [m.tool_call_id for m in answers] == ["c0", "c1", "c2"]
-    assert [m.status for m in answers] == ["error", "success", "error"]
-    assert started == ["h"]  # the write never started
 
 
 @pytest.mark.anyio

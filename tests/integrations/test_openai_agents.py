@@ -18,10 +18,8 @@ from agents import (
 from agents.testing.model import ScriptedModel, assistant_message, function_call
 from framework_probe import DECLARATIONS, SCENARIO, Probe
 
-from toolweave import Access, Concurrency, Interrupt
-from toolweave.integrations import READ_ONLY, Declaration
+from toolweave.integrations import READ_ONLY
 from toolweave.integrations.openai_agents import scheduled_tools
-from toolweave.scheduling import InterruptToken
 
 set_tracing_disabled(True)  # no exporter: the tests never leave the machine
 
@@ -62,58 +60,10 @@ async def _run(model: ScriptedModel, tools: list[Any]) -> Any:
     return await Runner.run(Agent(name="a", model=model, tools=tools), "go")
 
 
-@pytest.mark.anyio
-async def test_reads_overlap_write_runs_alone_results_in_call_order() -> None:
-    probe = Probe()
-    model = _model(*SCENARIO)
-    result = await _run(model, scheduled_tools(_tools(probe), DECLARATIONS))
-    probe.check()
-    assert _answers(model) == [
-        ("c0", "value of a"),
-        ("c1", "value of b"),
-        ("c2", "wrote W"),
-        ("c3", "value of c"),
-        ("c4", "value of d"),
-    ]
-    assert result.final_output == "done"
-
-
-@pytest.mark.anyio
-async def test_plain_sdk_runs_the_write_beside_the_reads() -> None:
-    probe = Probe()
-    await _run(_model(*SCENARIO), _tools(probe))
-    at = {e: i for i, e in enumerate(probe.log)}
-    assert at["start", "W"] < at["end", "a"]
-
-
-@pytest.mark.anyio
-async def test_undeclared_tool_is_a_barrier() -> None:
-    probe = Probe()
-    model = _model(("read", "a"), ("read", "b"), ("write", "W"))
-    await _run(model, scheduled_tools(_tools(probe), {"read": DECLARATIONS["read"]}))
-    at = {e: i for i, e in enumerate(probe.log)}
-    assert at["start", "W"] > max(at["end", "a"], at["end", "b"])
-    assert probe.alone == [True]
-
-
 @function_tool(failure_error_function=None)
 async def boom(name: str) -> str:
     """Fail."""
     raise ValueError(f"boom {name}")
-
-
-@pytest.mark.anyio
-async def test_raising_tool_is_answered_and_siblings_finish() -> None:
-    probe = Probe()
-    model = _model(("read", "a"), ("boom", "x"), ("read", "b"))
-    tools = scheduled_tools(
-        [*_tools(probe), boom], {**DECLARATIONS, "boom": READ_ONLY}, on_error="answer"
-    )
-    assert (await _run(model, tools)).final_output == "done"
-    answers = _answers(model)
-    assert [a[0] for a in answers] == ["c0", "c1", "c2"]
-    assert answers[0][1] == "value of a" and answers[2][1] == "value of b"
-    assert "boom x" in answers[1][1] and answers[1][1].startswith("Error")
 
 
 @pytest.mark.anyio
@@ -126,82 +76,6 @@ async def test_default_leaves_the_error_to_the_sdk() -> None:
 def test_unknown_error_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="on_error"):
         scheduled_tools([], on_error="ignore")  # type: ignore[arg-type]
-
-
-@pytest.mark.anyio
-async def test_interrupt_answers_every_call() -> None:
-    token = InterruptToken()
-    hang_started = anyio.Event()
-    started: list[str] = []
-
-    @function_tool
-    async def hang(name: str) -> str:
-        """Hang."""
-        started.append(name)
-        hang_started.set()
-        await anyio.sleep_forever()
-        raise AssertionError("not reached")
-
-    @function_tool
-    async def trigger(name: str) -> str:
-        """Interrupt."""
-        with anyio.fail_after(10):  # deadlock guard only
-            await hang_started.wait()
-        token.set()
-        return "interrupting"
-
-    @function_tool
-    async def write(name: str) -> str:
-        """Write."""
-        started.append(name)
-        return "wrote"
-
-    declarations = {
-        "hang": Declaration(concurrency=Concurrency.SAFE, interrupt=Interrupt.CANCEL),
-        "trigger": READ_ONLY,
-        "write": Declaration(access=Access(writes=("db",))),
-    }
-    model = _model(("hang", "h"), ("trigger", "t"), ("write", "w"))
-    tools = scheduled_tools([hang, trigger, write], declarations, interrupt=token)
-    await _run(model, tools)
-    answers = _answers(model)
-    assert [a[0] for a in answers] == ["c0", "c1", "c2"]
-    assert answers[1][1] == "interrupting"
-    assert answers[0][1].startswith("Error") and answers[2][1].startswith("Error")
-    assert "interrupted" in answers[2][1]
-    assert started == ["h"]
-
-
-@pytest.mark.anyio
-async def test_max_concurrency_is_reached_and_never_exceeded() -> None:
-    inside = 0
-    peak = 0
-    release = anyio.Event()
-    reached = anyio.Event()
-
-    @function_tool
-    async def read(name: str) -> str:
-        """Read."""
-        nonlocal inside, peak
-        inside += 1
-        peak = max(peak, inside)
-        if inside == 2:
-            reached.set()
-        await release.wait()
-        inside -= 1
-        return name
-
-    model = _model(*[("read", str(i)) for i in range(5)])
-    tools = scheduled_tools([read], {"read": READ_ONLY}, max_concurrency=2)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_run, model, tools)
-        with anyio.fail_after(10):  # deadlock guard only
-            await reached.wait()
-        await anyio.wait_all_tasks_blocked()  # a third call would be inside now
-        assert inside == 2
-        release.set()
-    assert peak == 2
-    assert [a[1] for a in _answers(model)] == ["0", "1", "2", "3", "4"]
 
 
 @pytest.mark.anyio

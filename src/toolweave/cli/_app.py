@@ -16,9 +16,9 @@ from rich.markup import escape
 from .. import __version__
 from .._exceptions import ConfigError, StoreError, ToolweaveError, UsageError
 from ..sessions import SQLiteSessionStore
+from ._batch_command import make_batch_command, open_batch_store
 from ._config_cmd import render_config
-from ._demo import render_epilogue, render_summary, run_demo
-from ._demo_schedules import run_schedules_demo
+from ._errors import fail
 from ._help import Command, Group
 from ._output_guard import guarded_output
 from ._session_run import (
@@ -33,6 +33,7 @@ from ._settings import load_settings
 from ._show import render_sessions, render_transcript
 from ._signals import entry_signals
 from ._timeline import write_timeline
+from .demo import render_epilogue, render_summary, run_demo, run_schedules_demo
 
 __all__ = ["app", "main"]
 
@@ -126,13 +127,6 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    Console(stderr=True).print(
-        f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True
-    )
-    return typer.Exit(2)
-
-
 def _options(
     model: str | None,
     base_url: str | None,
@@ -208,9 +202,9 @@ def _session_errors() -> Iterator[None]:
     try:
         yield
     except ToolweaveError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     except BaseExceptionGroup as group:
-        raise _fail(_single(group)) from group
+        raise fail(_single(group)) from group
 
 
 @app.command(cls=Command)
@@ -264,7 +258,7 @@ def sessions(
             with _reading(named) as db:
                 found = db.list_sessions(limit=limit)
     except (UsageError, StoreError) as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     console.print(render_sessions(found, width=console.width))
 
 
@@ -295,7 +289,7 @@ def show(
                 render_transcript(db, session, full=full)
             )  # damage: nothing shown
     except (UsageError, StoreError) as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     console = Console()
     for part in parts:
         console.print(part)
@@ -332,8 +326,8 @@ def timeline(
                 same_scale=same_scale,
             )
     except (UsageError, StoreError, OSError) as exc:
-        raise _fail(exc) from exc
-    Console().print(f"wrote {path} ({bars} tool calls)")
+        raise fail(exc) from exc
+    Console().print(f"wrote {escape(str(path))} ({bars} tool calls)")
     if open_page:
         webbrowser.open(path.resolve().as_uri())
 
@@ -344,7 +338,7 @@ def config() -> None:
     try:
         Console().print(render_config(load_settings(Path.cwd())))
     except UsageError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
 
 
 @app.command(cls=Command)
@@ -384,7 +378,7 @@ def demo(
     try:
         db = store_path(store or load_settings(Path.cwd()).settings.store)
     except UsageError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     result = anyio.run(lambda: run_demo(console, root=directory, store_path=db))
     console.print(render_summary(result.stats))
     console.print(
@@ -392,6 +386,9 @@ def demo(
     )
     if result.finished is None:
         raise typer.Exit(130)
+
+
+app.command("batch", cls=Command)(make_batch_command(open_batch_store))
 
 
 def _show_version(value: bool) -> None:

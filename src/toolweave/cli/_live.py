@@ -7,8 +7,9 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from ..scheduling import BatchStats, overlapping
 from ._audit_view import MARKER
-from ._makespan import BatchStats, fmt_seconds, overlapping, stats_notes
+from ._figures import fmt_seconds, stats_notes
 from ._turns import CallRow, Turn, call_label
 
 __all__ = ["STATE_STYLES", "render_stats", "render_turn"]

@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from .._exceptions import StoreError, UsageError
 from ..events import CompletionReason, FileRead
-from ..loop import NO_MODEL_REACHED, Agent
+from ..loop import NO_MODEL_REACHED, Agent, build_shell_hooks
 from ..messages import Message
 from ..models import Model
 from ..sessions import (
@@ -41,7 +41,6 @@ from ._drive import DriveResult, drive_run, exit_code
 from ._output import JsonOutput, LiveOutput, RunOutput
 from ._script_file import load_script
 from ._settings import LoadedSettings, load_settings, toolweave_home
-from ._shell_hooks import build_shell_hooks
 from ._signals import StopWatch
 from ._turns import TurnTracker
 

@@ -9,7 +9,6 @@ remembers which layer set it, for `toolweave config`.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._exceptions import ConfigError
+from ..loop import (
+    PROJECT_FILE,
+    find_project_config,
+    read_toml,
+    settings_files,
+    toolweave_home,
+    user_config_path,
+)
 from ._settings_model import Settings
 
 __all__ = [
@@ -31,9 +38,6 @@ __all__ = [
     "user_config_path",
 ]
 
-PROJECT_FILE = "toolweave.toml"
-"""The project settings file, looked up from the working directory upwards."""
-
 _ACCUMULATE = frozenset(
     {
         ("permissions", "allow"),
@@ -46,42 +50,6 @@ _ACCUMULATE = frozenset(
         ("hooks", "RunStart"),
     }
 )
-
-
-def toolweave_home() -> Path:
-    """``$TOOLWEAVE_HOME``, else ``~/.toolweave`` (settings and the default store)."""
-    return Path(os.environ.get("TOOLWEAVE_HOME") or "~/.toolweave").expanduser()
-
-
-def user_config_path() -> Path:
-    """The user's settings file."""
-    return toolweave_home() / "config.toml"
-
-
-def find_project_config(start: Path) -> Path | None:
-    """The nearest `toolweave.toml` from `start` upwards, not above the git root."""
-    for directory in (start, *start.parents):
-        candidate = directory / PROJECT_FILE
-        if candidate.is_file():
-            return candidate
-        if (directory / ".git").exists():
-            return None
-    return None
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse one settings file.
-
-    Raises:
-        ConfigError: if it cannot be read or is not valid TOML.
-    """
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
 
 
 def _validate(data: Mapping[str, Any], source: str) -> Settings:
@@ -172,12 +140,11 @@ def load_settings(
     environ = os.environ if environ is None else environ
     layers: list[tuple[str, Mapping[str, Any]]] = []
     files: list[Path] = []
-    for path in (user_config_path(), find_project_config(cwd)):
-        if path is not None and path.is_file():
-            data = read_toml(path)
-            _validate(data, str(path))
-            layers.append((str(path), data))
-            files.append(path)
+    for path in settings_files(cwd):
+        data = read_toml(path)
+        _validate(data, str(path))
+        layers.append((str(path), data))
+        files.append(path)
     if environ.get("TOOLWEAVE_MODEL"):
         layers.append(("env TOOLWEAVE_MODEL", {"model": environ["TOOLWEAVE_MODEL"]}))
     flags = _drop_none(overrides or {})

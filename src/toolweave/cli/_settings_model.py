@@ -1,10 +1,16 @@
-"""The settings schema: what `toolweave.toml` and ``~/.toolweave/config.toml`` may hold."""
+"""The settings schema: what `toolweave.toml` and ``~/.toolweave/config.toml`` may hold.
+
+The ``[[hooks.*]]`` tables' schema (`HookSettings`) is the loop's: library
+users and ``toolweave batch`` read the same hooks (`toolweave.loop.load_hook_settings`).
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..loop import HookCommand, HookSettings
 
 __all__ = [
     "BashSettings",
@@ -67,29 +73,6 @@ class BashSettings(BaseModel):
     a command starting with one of them (whole words) may run in parallel, inside
     the read-only sandbox. Redirections, assignments and substitutions are still
     checked."""
-
-
-class HookCommand(BaseModel):
-    """One shell hook: the command gets the hook's input as JSON on stdin."""
-
-    model_config = _STRICT
-
-    command: str = Field(min_length=1)
-    matcher: str = "*"
-    timeout: float = Field(default=60.0, gt=0)
-
-
-class HookSettings(BaseModel):
-    """``[[hooks.PreToolUse]]`` and friends, as in Claude Code's settings."""
-
-    model_config = _STRICT
-
-    PreToolUse: tuple[HookCommand, ...] = ()
-    PostToolUse: tuple[HookCommand, ...] = ()
-    PostToolUseFailure: tuple[HookCommand, ...] = ()
-    Stop: tuple[HookCommand, ...] = ()
-    RunStart: tuple[HookCommand, ...] = ()
-    """Run once when a run starts (Claude Code's SessionStart); the matcher is unused."""
 
 
 class MCPServerSettings(BaseModel):

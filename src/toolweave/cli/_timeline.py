@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..sessions import RunInfo, SessionInfo, SessionStore
 from ._audit_view import MARKER
-from ._makespan import fmt_seconds, stats_notes
+from ._figures import fmt_seconds, stats_notes
 from ._show import run_state
 from ._timeline_data import CallBar, IterationGroup, load_groups, outcome_of
 from ._turns import call_label

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..scheduling import BatchStats, CallSpan, Interval, batch_stats, overlapping
 from ..sessions import CallRecord, CallState, ModelCallRecord, SessionStore
 from ._audit_view import (
     StoredViolation,
@@ -12,7 +13,6 @@ from ._audit_view import (
     violation_line,
     violations_by_call,
 )
-from ._makespan import BatchStats, CallSpan, Interval, batch_stats, overlapping
 
 __all__ = [
     "CallBar",

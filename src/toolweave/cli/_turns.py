@@ -22,9 +22,9 @@ from ..events import (
 )
 from ..events import Warning as WarningEvent
 from ..messages import ToolCall, ToolResult
+from ..scheduling import BatchStats, CallSpan, batch_stats
 from ..sessions import AccessRecord
 from ._audit_view import violation_line
-from ._makespan import BatchStats, CallSpan, batch_stats
 
 __all__ = ["CallRow", "Turn", "TurnTracker", "call_label"]
 

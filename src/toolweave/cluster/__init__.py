@@ -1,23 +1,21 @@
 """Scaling out: many agent sessions, and heavy tools, on Ray.
 
-`run_batch` (and ``toolweave batch``) runs one session per task, locally with
-a bounded number at once or as Ray tasks that stream their events back to the
-driver, which alone writes results. `ray_tools` turns tools declared
-``placement="ray"`` into tools whose calls run as Ray tasks, scheduled by the
-Dispatcher like any other tool. Ray is imported only when it is used.
+`run_batch` runs one session per task, locally with a bounded number at once
+or as Ray tasks that stream their events back to the driver, which alone
+writes results. `ray_tools` turns tools declared ``placement="ray"`` into
+tools whose calls run as Ray tasks, scheduled by the Dispatcher like any other
+tool. Ray is imported only when it is used. The command line (``toolweave
+batch`` and its progress bar) lives in `toolweave.cli`: this layer imports
+neither typer nor rich (an import-linter contract).
 """
 
 from .._exceptions import BatchBusyError as BatchBusyError
 from ._batch import run_batch as run_batch
-from ._command import StoreOpener as StoreOpener
-from ._command import batch_command as batch_command
-from ._command import default_output_path as default_output_path
-from ._command import make_batch_command as make_batch_command
-from ._command import open_default_store as open_default_store
+from ._defaults import default_output_path as default_output_path
+from ._defaults import describe_statistics as describe_statistics
+from ._defaults import open_default_store as open_default_store
 from ._journal import BatchJournal as BatchJournal
 from ._journal import journal_path as journal_path
-from ._progress import batch_progress as batch_progress
-from ._progress import describe_statistics as describe_statistics
 from ._ray import connect_ray as connect_ray
 from ._records import RecordWriter as RecordWriter
 from ._records import SessionRecord as SessionRecord
@@ -55,10 +53,7 @@ __all__ = [
     "SessionRecord",
     "SessionSettings",
     "SessionStatus",
-    "StoreOpener",
     "ToolsFactory",
-    "batch_command",
-    "batch_progress",
     "build_agent",
     "connect_ray",
     "default_output_path",
@@ -66,7 +61,6 @@ __all__ = [
     "journal_path",
     "load_records",
     "load_tasks",
-    "make_batch_command",
     "model_from_spec",
     "open_default_store",
     "parse_tasks",

@@ -13,7 +13,7 @@ import anyio.to_thread
 
 from .._exceptions import ClusterError, ConfigError, StoreError
 from ..events import CompletionReason, Event
-from ..loop import AgentConfig
+from ..loop import AgentConfig, HookSettings
 from ..sessions import SessionStore, results_dir_beside
 from ._journal import BatchJournal
 from ._ray import connect_ray, require_ray
@@ -323,6 +323,7 @@ async def run_batch(
     sink: EventSink | None = None,
     on_update: Callable[[BatchStatistics], None] | None = None,
     retry_failed: bool = False,
+    hooks: HookSettings | None = None,
 ) -> BatchStatistics:
     """Run one agent session per task and append each result to `output` as it ends.
 
@@ -362,6 +363,8 @@ async def run_batch(
         sink: Gets ``(session_id, event)`` for every event (a session store).
         on_update: Gets the batch statistics after every change (a progress bar).
         retry_failed: Also re-run tasks whose earlier result was not completed.
+        hooks: Shell hooks of every session (``load_hook_settings``), run in its
+            workspace (see `SessionSettings.hooks`).
 
     Returns:
         The statistics at the end.
@@ -378,7 +381,12 @@ async def run_batch(
         raise ConfigError("a shared Dispatcher cannot travel to Ray workers")
     task_list = load_tasks(tasks) if isinstance(tasks, str | Path) else list(tasks)
     settings = SessionSettings(
-        model=model, system=system, tools=tools, config=config, remote_tools=on_ray
+        model=model,
+        system=system,
+        tools=tools,
+        config=config,
+        remote_tools=on_ray,
+        hooks=hooks,
     )
     with BatchJournal(output) as journal, RecordWriter(output) as writer:
         reported = load_records(output)  # read under the batch's lease

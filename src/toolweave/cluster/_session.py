@@ -12,7 +12,7 @@ from typing import TypeAlias
 
 from .._exceptions import ConfigError
 from ..events import Event
-from ..loop import Agent, AgentConfig
+from ..loop import Agent, AgentConfig, HookSettings, build_shell_hooks
 from ..sessions import SessionRecorder
 from ..tools import Tool
 from ._pump import Emit, pump
@@ -54,6 +54,9 @@ class SessionSettings:
     when sessions run on Ray."""
     remote_tools: bool = False
     """Wrap ``placement="ray"`` tools in `RayTool` (set when the batch runs on Ray)."""
+    hooks: HookSettings | None = None
+    """Shell hooks (`toolweave.toml`'s ``[[hooks.*]]``), run over each session's
+    workspace with the task's id as ``session_id``; not with ``config.hooks``."""
 
 
 def _coding_tools(task: BatchTask) -> Sequence[Tool]:
@@ -96,7 +99,8 @@ def build_agent(
     and a scripted model carries on after the turns already in its history.
 
     Raises:
-        ConfigError: no model, an unusable model spec, tools factory or budget.
+        ConfigError: no model, an unusable model spec, tools factory or budget,
+            or shell hooks beside ``config.hooks``.
     """
     spec = task.model or settings.model
     if spec is None:
@@ -107,6 +111,8 @@ def build_agent(
     config = dataclasses.replace(
         base, workspace=workspace, results_dir=saved, **task.budget.overrides()
     )
+    if settings.hooks is not None:
+        config = _with_shell_hooks(config, settings.hooks, task)
     factory = _factory(settings.tools)
     tools: list[Tool] = list(factory(task)) if factory is not None else []
     if settings.remote_tools:
@@ -121,6 +127,18 @@ def build_agent(
     if resumption is not None:
         agent.state.read_files.restore(resumption.read_files)
     return agent
+
+
+def _with_shell_hooks(
+    config: AgentConfig, hooks: HookSettings, task: BatchTask
+) -> AgentConfig:
+    cwd = config.workspace or Path.cwd()
+    shell = build_shell_hooks(hooks, cwd=cwd, session_id=task.task_id)
+    if shell is None:
+        return config
+    if config.hooks is not None:
+        raise ConfigError("give a batch shell hooks or config.hooks, not both")
+    return dataclasses.replace(config, hooks=shell)
 
 
 async def run_session(

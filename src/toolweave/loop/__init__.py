@@ -1,4 +1,8 @@
-"""The agent loop: Agent, its config and result, context, cost, guards, sub-agents, tracing."""
+"""The agent loop: Agent, its config and result, context, cost, guards, sub-agents, tracing.
+
+Also the shell-hook protocol (`build_shell_hooks`, `load_hook_settings`): the
+`toolweave.toml` hooks ``toolweave run`` and ``toolweave batch`` honour, for any agent.
+"""
 
 from ._agent import Agent as Agent
 from ._budget import BudgetDecision as BudgetDecision
@@ -26,9 +30,21 @@ from ._cost import PriceTable as PriceTable
 from ._cost import unpriced_model as unpriced_model
 from ._guards import RepeatFailureWatcher as RepeatFailureWatcher
 from ._guards import StalledIterationGuard as StalledIterationGuard
+from ._hook_settings import PROJECT_FILE as PROJECT_FILE
+from ._hook_settings import HookCommand as HookCommand
+from ._hook_settings import HookSettings as HookSettings
+from ._hook_settings import find_project_config as find_project_config
+from ._hook_settings import load_hook_settings as load_hook_settings
+from ._hook_settings import read_toml as read_toml
+from ._hook_settings import settings_files as settings_files
+from ._hook_settings import toolweave_home as toolweave_home
+from ._hook_settings import user_config_path as user_config_path
 from ._loop import NO_MODEL_REACHED as NO_MODEL_REACHED
 from ._result import RunResult as RunResult
 from ._run import AgentRun as AgentRun
+from ._shell_hooks import build_shell_hooks as build_shell_hooks
+from ._shell_hooks import run_hook_command as run_hook_command
+from ._shell_verdicts import HookRun as HookRun
 from ._steps import TransitionReason as TransitionReason
 from ._subagent import FAILURE_MARKER as FAILURE_MARKER
 from ._subagent import SubAgentTool as SubAgentTool
@@ -42,6 +58,7 @@ __all__ = [
     "BUILTIN_PRICES",
     "FAILURE_MARKER",
     "NO_MODEL_REACHED",
+    "PROJECT_FILE",
     "TRUNCATION_MARKER",
     "Agent",
     "AgentConfig",
@@ -61,6 +78,9 @@ __all__ = [
     "DirectorySummaryContext",
     "EnvironmentContext",
     "GitContext",
+    "HookCommand",
+    "HookRun",
+    "HookSettings",
     "ModelCost",
     "ModelPrice",
     "PriceTable",
@@ -70,10 +90,18 @@ __all__ = [
     "SubAgentTool",
     "TracePolicy",
     "TransitionReason",
+    "build_shell_hooks",
     "drop_oldest_rounds",
+    "find_project_config",
+    "load_hook_settings",
+    "read_toml",
     "refreshes",
+    "run_hook_command",
+    "settings_files",
     "subagent",
+    "toolweave_home",
     "transcript_problems",
     "unpriced_model",
+    "user_config_path",
     "validate_transcript",
 ]

@@ -23,24 +23,48 @@ run all the same, so the record says what each did:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, final
+from typing import Protocol, final
 
+from ..events import Event
 from ..events import Warning as WarningEvent
 from ..messages import Message, ModelResponse, Text, ToolCall, ToolResult
 from ..scheduling import results_of
-from ._tool_batch import discarded_calls_note, unanswered_call_result
+from ._conversation import Conversation
+from ._eager import EagerBatch
+from ._tool_batch import ToolBatcher, discarded_calls_note, unanswered_call_result
 
-if TYPE_CHECKING:
-    from ._loop import RunLoop
+__all__ = ["DiscardedCalls", "DiscardingLoop"]
 
-__all__ = ["DiscardedCalls"]
+
+class DiscardingLoop(Protocol):
+    """What `DiscardedCalls` reads of its run (the `RunLoop`)."""
+
+    @property
+    def batcher(self) -> ToolBatcher:
+        """The run's tool batches."""
+        ...
+
+    @property
+    def conversation(self) -> Conversation:
+        """The run's transcript."""
+        ...
+
+    @property
+    def eager(self) -> EagerBatch | None:
+        """The batch started while the response streamed, if any."""
+        ...
+
+    @property
+    def emit(self) -> Callable[[Event], None]:
+        """Hands an event to the run's listeners."""
+        ...
 
 
 @final
 class DiscardedCalls:
     """The loop's side of early calls whose response was void. Loop task only."""
 
-    def __init__(self, loop: RunLoop) -> None:
+    def __init__(self, loop: DiscardingLoop) -> None:
         self._loop = loop
         self._notes: list[Text] = []
 

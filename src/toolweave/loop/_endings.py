@@ -2,21 +2,81 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, final
+from collections.abc import Callable
+from typing import Protocol, final
 
-from ..events import CompletionReason
+from ..events import CompletionReason, Event
 from ..events import Warning as WarningEvent
 from ..execution import StopInput
 from ..messages import Message, ModelResponse, Text
-from ._cost import enclosing_costs
+from ._config import AgentConfig
+from ._control import RunControl
+from ._conversation import Conversation
+from ._cost import CostTracker, enclosing_costs
+from ._discarded import DiscardedCalls
 from ._result import RunResult, finished_event
 from ._steps import BeginIteration, Finish, Step, TransitionReason
+from ._tracing import Span, Tracer
 
-if TYPE_CHECKING:
-    from ._cost import CostTracker
-    from ._loop import RunLoop
+__all__ = ["EndingLoop", "Endings"]
 
-__all__ = ["Endings"]
+
+class EndingLoop(Protocol):
+    """What `Endings` reads of its run (the `RunLoop`), and `result`, which it sets."""
+
+    result: RunResult | None
+    """Set once the run ended (just before RunFinished is emitted)."""
+
+    @property
+    def cfg(self) -> AgentConfig:
+        """The run's config (its stop hooks)."""
+        ...
+
+    @property
+    def control(self) -> RunControl:
+        """The run's queue of user messages."""
+        ...
+
+    @property
+    def conversation(self) -> Conversation:
+        """The run's transcript."""
+        ...
+
+    @property
+    def costs(self) -> CostTracker:
+        """The run's costs."""
+        ...
+
+    @property
+    def discarded(self) -> DiscardedCalls:
+        """Notes of calls whose response was void."""
+        ...
+
+    @property
+    def iteration(self) -> int:
+        """The current iteration."""
+        ...
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        ...
+
+    @property
+    def run_span(self) -> Span:
+        """The run's tracing span."""
+        ...
+
+    @property
+    def tracer(self) -> Tracer:
+        """The run's tracer."""
+        ...
+
+    @property
+    def emit(self) -> Callable[[Event], None]:
+        """Hands an event to the run's listeners."""
+        ...
+
 
 _NOTIFY_STOP_HOOKS = frozenset(
     {
@@ -31,7 +91,7 @@ _NOTIFY_STOP_HOOKS = frozenset(
 class Endings:
     """Decides what a final answer means and builds the RunResult. Loop task only."""
 
-    def __init__(self, loop: RunLoop) -> None:
+    def __init__(self, loop: EndingLoop) -> None:
         self._loop = loop
         self._stop_hook_active = False
         self._parent_costs: CostTracker | None = None

@@ -9,18 +9,66 @@ then retried once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, final
+from collections.abc import Callable
+from typing import Protocol, final
 
 from .._exceptions import PromptTooLongError
-from ..events import CompactBoundary, CompletionReason, LoopTransition
+from ..events import CompactBoundary, CompletionReason, Event, LoopTransition
 from ..events import Warning as WarningEvent
+from ..messages import Usage
 from ._compaction import Compacted, Compactor, drop_oldest_rounds
+from ._config import AgentConfig
+from ._context_feed import ContextFeed
+from ._control import RunControl
+from ._conversation import Conversation
+from ._setup import RunSetup
 from ._steps import CallModel, Finish, Step, TransitionReason
 
-if TYPE_CHECKING:
-    from ._loop import RunLoop
+__all__ = ["Shrinker", "ShrinkingLoop"]
 
-__all__ = ["Shrinker"]
+
+class ShrinkingLoop(Protocol):
+    """What `Shrinker` reads of its run (the `RunLoop`)."""
+
+    @property
+    def setup(self) -> RunSetup:
+        """What the agent hands each run (the models)."""
+        ...
+
+    @property
+    def cfg(self) -> AgentConfig:
+        """The run's config."""
+        ...
+
+    @property
+    def context(self) -> ContextFeed:
+        """The run's context providers."""
+        ...
+
+    @property
+    def control(self) -> RunControl:
+        """Halting and finishing the run."""
+        ...
+
+    @property
+    def conversation(self) -> Conversation:
+        """The run's transcript."""
+        ...
+
+    @property
+    def system(self) -> str | None:
+        """The system prompt as sent."""
+        ...
+
+    @property
+    def emit(self) -> Callable[[Event], None]:
+        """Hands an event to the run's listeners."""
+        ...
+
+    def account(self, model: str, usage: Usage) -> None:
+        """Count a model call's usage against the run's budgets and costs."""
+        ...
+
 
 _DROP_TARGET_SHARE = 0.5
 
@@ -29,7 +77,7 @@ _DROP_TARGET_SHARE = 0.5
 class Shrinker:
     """Compacts a run's conversation on demand. Loop task only."""
 
-    def __init__(self, loop: RunLoop) -> None:
+    def __init__(self, loop: ShrinkingLoop) -> None:
         self._loop = loop
         self._compactor = Compactor(
             loop.setup.compaction_model, keep_recent=loop.cfg.compaction_keep_recent

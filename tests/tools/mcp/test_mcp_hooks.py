@@ -14,9 +14,8 @@ import pytest
 from mcp_support import time_config
 
 import toolweave as tw
-from toolweave.cli._settings_model import HookSettings
-from toolweave.cli._shell_hooks import build_shell_hooks
 from toolweave.execution import Hooks, PostToolUseDecision, PostToolUseInput
+from toolweave.loop import HookSettings, build_shell_hooks
 from toolweave.models import ModelRequest, ScriptedModel
 from toolweave.tools.mcp import open_mcp_servers
 

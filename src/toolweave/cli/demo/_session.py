@@ -12,20 +12,21 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..events import RunFinished
-from ..execution import PermissionMode
-from ..loop import Agent, AgentConfig, ModelPrice, PriceTable
-from ..sessions import CallState, SessionRecorder, SessionStore, SQLiteSessionStore
-from ..tools import ToolRegistry
-from ._build import coding_system_prompt, describe_access
-from ._demo_script import DEMO_PROMPT, demo_model
-from ._demo_tools import DEMO_LATENCY, demo_tools
-from ._demo_workspace import make_workspace, python_command
-from ._drive import drive_run
-from ._makespan import BatchStats, CallSpan, batch_stats, fmt_seconds
-from ._output import LiveOutput
-from ._timeline import write_timeline
-from ._turns import TurnTracker
+from ...events import RunFinished
+from ...execution import PermissionMode
+from ...loop import Agent, AgentConfig, ModelPrice, PriceTable
+from ...scheduling import BatchStats, CallSpan, batch_stats
+from ...sessions import CallState, SessionRecorder, SessionStore, SQLiteSessionStore
+from ...tools import ToolRegistry
+from .._build import coding_system_prompt, describe_access
+from .._drive import drive_run
+from .._figures import fmt_seconds
+from .._output import LiveOutput
+from .._timeline import write_timeline
+from .._turns import TurnTracker
+from ._script import DEMO_PROMPT, demo_model
+from ._tools import DEMO_LATENCY, demo_tools
+from ._workspace import make_workspace, python_command
 
 __all__ = ["DemoResult", "demo_stats", "render_epilogue", "render_summary", "run_demo"]
 

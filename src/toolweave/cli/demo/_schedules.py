@@ -6,9 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..scheduling import ConcurrencyConfig
-from ._makespan import CallSpan, overlapping
-from ._simulated import SimCall, Span, lower_bound, run_batch
+from ...scheduling import CallSpan, ConcurrencyConfig, overlapping
+from ._simulated import SimCall, Span, lower_bound, run_simulated_batch
 
 __all__ = ["DEMO_BATCH", "run_schedules_demo"]
 
@@ -56,7 +55,7 @@ async def run_schedules_demo(console: Console) -> dict[str, float]:
     )
     makespans: dict[str, float] = {}
     for name, config in SCHEDULES:
-        makespan, spans = await run_batch(DEMO_BATCH, config)
+        makespan, spans = await run_simulated_batch(DEMO_BATCH, config)
         makespans[name] = makespan
         scale = WIDTH / serial
         table = Table(

@@ -14,8 +14,8 @@ from typing import Any, final
 
 import anyio
 
-from ..tools import Tool, ToolContext, WrappedTool
-from ..tools.builtin import coding_tools
+from ...tools import Tool, ToolContext, WrappedTool
+from ...tools.builtin import coding_tools
 
 __all__ = ["DEMO_LATENCY", "PaddedTool", "demo_tools"]
 

@@ -1,4 +1,4 @@
-"""A rich progress bar for a batch: done / running / failed, tokens and cost."""
+"""A rich progress bar for ``toolweave batch``: done / running / failed, tokens and cost."""
 
 from __future__ import annotations
 
@@ -14,23 +14,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ._tally import BatchStatistics
+from ..cluster import BatchStatistics, describe_statistics
 
-__all__ = ["batch_progress", "describe_statistics"]
-
-
-def describe_statistics(stats: BatchStatistics) -> str:
-    """One line: done, running, failed, skipped, tokens and cost."""
-    parts = [
-        f"done {stats.completed}",
-        f"running {stats.running}",
-        f"failed {stats.failed}",
-    ]
-    if stats.skipped:
-        parts.append(f"skipped {stats.skipped}")
-    parts.append(f"{stats.tokens:,} tokens")
-    parts.append(f"${stats.cost:.4f}")
-    return " · ".join(parts)
+__all__ = ["batch_progress"]
 
 
 @contextmanager

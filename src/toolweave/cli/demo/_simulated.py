@@ -14,17 +14,16 @@ from typing import Any
 
 import anyio
 
-from ..messages import ToolCall, ToolResult
-from ..scheduling import ConcurrencyConfig, Dispatcher
-from ..tools import Access, Concurrency, Tool, ToolContext, ToolRegistry, tool
-from ._makespan import dependency_bound
+from ...messages import ToolCall, ToolResult
+from ...scheduling import ConcurrencyConfig, Dispatcher, dependency_bound
+from ...tools import Access, Concurrency, Tool, ToolContext, ToolRegistry, tool
 
 __all__ = [
     "SimCall",
     "Span",
     "lower_bound",
     "random_batch",
-    "run_batch",
+    "run_simulated_batch",
     "sim_registry",
 ]
 
@@ -114,7 +113,7 @@ def lower_bound(batch: Sequence[SimCall]) -> float:
     return dependency_bound(accesses, [sim.duration for sim in batch])
 
 
-async def run_batch(
+async def run_simulated_batch(
     batch: Sequence[SimCall], config: ConcurrencyConfig
 ) -> tuple[float, list[Span]]:
     """Run `batch` through a fresh Dispatcher; return the makespan and each call's span."""

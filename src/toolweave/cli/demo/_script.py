@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..messages import ModelResponse, StopReason, Text, ToolCall, Usage
-from ..models import ScriptedModel, ScriptStep
+from ...messages import ModelResponse, StopReason, Text, ToolCall, Usage
+from ...models import ScriptedModel, ScriptStep
 
 __all__ = ["DEMO_PROMPT", "demo_model"]
 

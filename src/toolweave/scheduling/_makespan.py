@@ -1,28 +1,47 @@
-"""Batch arithmetic: makespan, the serial time, and the dependency lower bound."""
+"""Batch arithmetic: makespan, the serial time, and the dependency lower bound.
+
+What a batch took against what it must take: the CLI's live view, timeline and
+demo report these figures, and the benchmarks measure the policies against
+`dependency_bound`. Pure functions of recorded spans; no clock is read here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeAlias
 
-from ..sessions import AccessRecord
 from ..tools import Access
 
 __all__ = [
     "BatchStats",
     "CallSpan",
+    "DeclaredKeys",
     "Interval",
     "batch_stats",
     "dependency_bound",
-    "fmt_seconds",
     "overlapping",
-    "stats_notes",
 ]
 
 _EPSILON = 1e-6
 
 
-Interval = tuple[float, float]
+Interval: TypeAlias = tuple[float, float]
+"""``(start, end)`` in seconds on one clock."""
+
+
+class DeclaredKeys(Protocol):
+    """The resource keys a call declared: an `Access`, or a stored record of one."""
+
+    @property
+    def reads(self) -> Sequence[str]:
+        """Keys read."""
+        ...
+
+    @property
+    def writes(self) -> Sequence[str]:
+        """Keys written (``"*"``: everything, a barrier)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +52,7 @@ class CallSpan:
     """When it began executing; None if it never ran."""
     end: float | None
     """When it finished; None if it never ran."""
-    access: AccessRecord | None = None
+    access: DeclaredKeys | None = None
     """Its declared access; None if not recorded (then it counts as independent
     in the lower bound: a bound must not assume a conflict nobody recorded)."""
     waits: tuple[Interval, ...] = ()
@@ -76,33 +95,11 @@ class BatchStats:
         return self.serial / self.makespan if self.makespan > _EPSILON else 1.0
 
 
-def stats_notes(stats: BatchStats) -> str:
-    """What the figures leave out, said after them ('' when nothing was)."""
-    notes = ""
-    if stats.permission_wait > 0:
-        notes += (
-            f" · waited {fmt_seconds(stats.permission_wait)} for permission"
-            " (not in the batch time)"
-        )
-    if stats.unknown_access:
-        calls = "call" if stats.unknown_access == 1 else "calls"
-        notes += (
-            f" · access of {stats.unknown_access} {calls} not recorded (counted as"
-            " independent in the lower bound)"
-        )
-    return notes
-
-
-def fmt_seconds(seconds: float) -> str:
-    """``0.85 s``, or ``12.3 ms`` below a tenth of a second."""
-    if seconds < 0.1:
-        return f"{seconds * 1000:.1f} ms"
-    return f"{seconds:.2f} s"
-
-
 def _access(span: CallSpan) -> Access:
     if span.access is None:
         return Access()  # not recorded: no conflict is known
+    if isinstance(span.access, Access):
+        return span.access
     return Access(span.access.reads, span.access.writes)
 
 

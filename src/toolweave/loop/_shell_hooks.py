@@ -1,5 +1,10 @@
 """Hooks as shell commands, like Claude Code's: the input as JSON on stdin, the verdict back.
 
+`build_shell_hooks` turns `HookSettings` (the ``[[hooks.*]]`` tables of
+`toolweave.toml`, see `load_hook_settings`) into a `Hooks` registry: ``toolweave
+run``, every session of ``toolweave batch`` and a library user's `AgentConfig`
+run the same commands the same way.
+
 Protocol (a subset of Claude Code's): the command runs with ``/bin/sh -c`` in
 the workspace and reads one JSON object on stdin with ``hook_event_name``,
 ``session_id``, ``cwd``, ``tool_name``, ``tool_input``, ``tool_use_id`` (and
@@ -49,42 +54,18 @@ from ..execution import (
     StopInput,
 )
 from ..messages import ToolResult
-from ._settings_model import HookCommand, HookSettings
+from ._hook_settings import HookCommand, HookSettings
+from ._shell_verdicts import (
+    HookRun,
+    post_decision,
+    pre_decision,
+    run_start_decision,
+    stop_decision,
+)
 
-__all__ = ["HookRun", "build_shell_hooks", "run_hook_command"]
+__all__ = ["build_shell_hooks", "run_hook_command"]
 
-logger = logging.getLogger("toolweave.cli")
-
-_PERMISSIONS = {
-    "allow": "allow",
-    "deny": "deny",
-    "ask": "ask",
-    "approve": "allow",
-    "block": "deny",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class HookRun:
-    """What one hook command did."""
-
-    code: int
-    """Exit status."""
-    stdout: str
-    """Its standard output."""
-    stderr: str
-    """Its standard error."""
-
-    def json(self) -> dict[str, Any]:
-        """Stdout as a JSON object ({} when empty or not an object)."""
-        text = self.stdout.strip()
-        if not text.startswith("{"):
-            return {}
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return {}
-        return data if isinstance(data, dict) else {}
+logger = logging.getLogger("toolweave.hooks")
 
 
 async def _feed(stream: ByteSendStream | None, data: bytes) -> None:
@@ -145,75 +126,6 @@ async def run_hook_command(
     return HookRun(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
-def _pre_decision(run: HookRun) -> PreToolUseDecision | None:
-    if run.code == 2:
-        return PreToolUseDecision(
-            permission="deny", reason=run.stderr.strip() or "blocked by a hook"
-        )
-    data = run.json()
-    if not data:
-        return None
-    specific = data.get("hookSpecificOutput") or {}
-    raw = specific.get("permissionDecision") or data.get("decision")
-    permission = _PERMISSIONS.get(str(raw)) if raw is not None else None
-    updated = specific.get("updatedInput")
-    return PreToolUseDecision(
-        updated_input=updated if isinstance(updated, dict) else None,
-        permission=permission,  # type: ignore[arg-type]
-        reason=str(
-            specific.get("permissionDecisionReason") or data.get("reason") or ""
-        ),
-        additional_context=specific.get("additionalContext"),
-        prevent_continuation=data.get("continue") is False,
-        stop_reason=str(data.get("stopReason") or ""),
-    )
-
-
-def _post_decision(run: HookRun) -> PostToolUseDecision | None:
-    if run.code == 2:
-        return PostToolUseDecision(additional_context=run.stderr.strip() or None)
-    data = run.json()
-    if not data:
-        return None
-    specific = data.get("hookSpecificOutput") or {}
-    context = specific.get("additionalContext")
-    if data.get("decision") == "block":
-        context = "\n".join(
-            x for x in (str(data.get("reason") or ""), context or "") if x
-        )
-    return PostToolUseDecision(
-        additional_context=context or None,
-        replace_output=specific.get("updatedMCPToolOutput"),
-        prevent_continuation=data.get("continue") is False,
-        stop_reason=str(data.get("stopReason") or ""),
-    )
-
-
-def _stop_decision(run: HookRun) -> StopDecision | None:
-    if run.code == 2:
-        return StopDecision(
-            reason=run.stderr.strip() or "a stop hook asked to continue"
-        )
-    data = run.json()
-    if data.get("decision") == "block":
-        return StopDecision(
-            reason=str(data.get("reason") or "a stop hook asked to continue")
-        )
-    return None
-
-
-def _run_start_decision(run: HookRun) -> RunStartDecision | None:
-    if run.code != 0:
-        return None
-    data = run.json()
-    if data:
-        specific = data.get("hookSpecificOutput") or {}
-        context = specific.get("additionalContext")
-        return RunStartDecision(additional_context=str(context) if context else None)
-    text = run.stdout.strip()
-    return RunStartDecision(additional_context=text) if text else None
-
-
 @dataclass(frozen=True, slots=True)
 class _Context:
     cwd: Path
@@ -271,7 +183,7 @@ def _tool_payload(
 def _add_pre(hooks: Hooks, ctx: _Context, hook: HookCommand) -> None:
     async def pre(data: PreToolUseInput) -> PreToolUseDecision | None:
         run = await ctx.run(hook, _tool_payload(ctx, "PreToolUse", data), strict=True)
-        return None if run is None else _pre_decision(run)
+        return None if run is None else pre_decision(run)
 
     pre.__qualname__ = f"shell:{hook.command}"
     hooks.pre_tool_use(hook.matcher)(pre)
@@ -282,7 +194,7 @@ def _add_post(hooks: Hooks, ctx: _Context, hook: HookCommand) -> None:
         payload = _tool_payload(ctx, "PostToolUse", data)
         payload["tool_response"] = _tool_response(data.result)
         run = await ctx.run(hook, payload, strict=False)
-        return None if run is None else _post_decision(run)
+        return None if run is None else post_decision(run)
 
     post.__qualname__ = f"shell:{hook.command}"
     hooks.post_tool_use(hook.matcher)(post)
@@ -293,7 +205,7 @@ def _add_failure(hooks: Hooks, ctx: _Context, hook: HookCommand) -> None:
         payload = _tool_payload(ctx, "PostToolUseFailure", data)
         payload["error"] = data.error
         run = await ctx.run(hook, payload, strict=False)
-        return None if run is None else _post_decision(run)
+        return None if run is None else post_decision(run)
 
     failure.__qualname__ = f"shell:{hook.command}"
     hooks.post_tool_use_failure(hook.matcher)(failure)
@@ -304,7 +216,7 @@ def _add_stop(hooks: Hooks, ctx: _Context, hook: HookCommand) -> None:
         payload = ctx.base("Stop")
         payload.update(stop_hook_active=data.stop_hook_active, output=data.output)
         run = await ctx.run(hook, payload, strict=False)
-        return None if run is None else _stop_decision(run)
+        return None if run is None else stop_decision(run)
 
     stop.__qualname__ = f"shell:{hook.command}"
     hooks.stop(stop)
@@ -321,7 +233,7 @@ def _add_run_start(hooks: Hooks, ctx: _Context, hook: HookCommand) -> None:
         run = await ctx.run(hook, payload, strict=False)
         if run is not None and run.code == 2:
             ctx.warn(f"RunStart hook {hook.command!r}: {run.stderr.strip()[:500]}")
-        return None if run is None else _run_start_decision(run)
+        return None if run is None else run_start_decision(run)
 
     run_start.__qualname__ = f"shell:{hook.command}"
     hooks.run_start(run_start)
