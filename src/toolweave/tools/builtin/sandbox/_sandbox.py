@@ -59,16 +59,10 @@ import anyio
 
 from ...._exceptions import ToolError
 from ..._sandbox_mode import SandboxMode
+from ._confine import bwrap_binds, grant_rules, read_rules
 from ._git import GitGuard, protected_git_paths
 from ._grants import Grant
-from ._landlock import (
-    FS_READ,
-    SCOPES_ABI,
-    fs_all,
-    fs_create_beneath,
-    fs_file_write,
-    landlock_abi,
-)
+from ._landlock import FS_READ, SCOPES_ABI, fs_all, fs_file_write, landlock_abi
 from ._popen import ProcessLike, Spawner, spawn_popen
 from ._spawn import spawn_landlocked, spawn_scoped
 
@@ -251,21 +245,28 @@ class Sandbox:
 
     @asynccontextmanager
     async def confine(
-        self, mode: SandboxMode, cwd: Path, grants: Sequence[Grant] = ()
+        self,
+        mode: SandboxMode,
+        cwd: Path,
+        grants: Sequence[Grant] = (),
+        reads: Sequence[str] | None = None,
     ) -> AsyncIterator[Confinement]:
         """Prepare one call in `mode`; clean up (temp dir, git guard) afterwards.
 
         `grants` (read-only mode only): the paths the command may still write,
-        each exactly (a file) or with creations beneath it (a directory); the
-        caller declared them as the call's write keys, and this makes them the
-        only writes the kernel allows.
+        each as its `Grant.kind` says; the caller declared them as the call's
+        write keys, and this makes them the only writes the kernel allows. A
+        ``git`` grant brings the git guard along, as workspace-write does.
+        `reads` (read-only mode only): when given, the only paths inside the
+        workspace the command may read (besides its grants); everything outside
+        the workspace stays readable (`read_rules`, `bwrap_binds`).
 
         Checkpoints: the git guard's snapshot and restore and the temp dir's
         removal run in worker threads (a command can make them large).
         """
         backend = self.backend_for(mode)
-        if grants and mode is not SandboxMode.READ_ONLY:
-            raise ToolError("write grants confine a read-only call only")
+        if (grants or reads is not None) and mode is not SandboxMode.READ_ONLY:
+            raise ToolError("declared access confines a read-only call only")
         confinement = Confinement(mode, backend)
         if backend is None:
             yield confinement
@@ -275,9 +276,9 @@ class Sandbox:
             tmp = _private_tmp()
             confinement.env["TMPDIR"] = str(tmp)
         guard = None  # files a mount cannot cover; walked off the loop
-        if tmp is not None:
+        if tmp is not None or any(g.kind == "git" for g in grants):
             guard = await anyio.to_thread.run_sync(GitGuard, self.root)
-        confinement.spawn = self._spawner(backend, tmp, cwd, grants)
+        confinement.spawn = self._spawner(backend, tmp, cwd, grants, reads)
         try:
             yield confinement
         finally:
@@ -291,11 +292,16 @@ class Sandbox:
                     )
 
     def _spawner(
-        self, backend: Backend, tmp: Path | None, cwd: Path, grants: Sequence[Grant]
+        self,
+        backend: Backend,
+        tmp: Path | None,
+        cwd: Path,
+        grants: Sequence[Grant],
+        reads: Sequence[str] | None,
     ) -> Spawner:
         """Starts a command confined by `backend`; `tmp` given = workspace-write."""
         if backend == "landlock":
-            rules = _landlock_rules(self.root, tmp, grants)
+            rules = _landlock_rules(self.root, tmp, grants, reads)
 
             async def landlocked(
                 argv: Sequence[str], cwd: Path, env: Mapping[str, str]
@@ -305,7 +311,9 @@ class Sandbox:
                 )
 
             return landlocked
-        prefix = _bwrap_argv(self.root, tmp, cwd, network=self.network, grants=grants)
+        prefix = _bwrap_argv(
+            self.root, tmp, cwd, network=self.network, grants=grants, reads=reads
+        )
         scoped = _bwrap_scopable()
 
         async def bwrapped(
@@ -324,13 +332,16 @@ def _private_tmp() -> Path:
 
 
 def _landlock_rules(
-    root: Path, tmp: Path | None, grants: Sequence[Grant] = ()
+    root: Path,
+    tmp: Path | None,
+    grants: Sequence[Grant] = (),
+    reads: Sequence[str] | None = None,
 ) -> list[tuple[str, int]]:
     abi = landlock_abi()
-    rules = [("/", FS_READ)] + [(d, fs_file_write(abi)) for d in _DEVICES]
-    for grant in grants:
-        rights = fs_file_write(abi) if grant.kind == "file" else fs_create_beneath(abi)
-        rules.append((grant.path, rights))
+    readable = None if reads is None else read_rules(root, reads)
+    rules = [("/", FS_READ)] if readable is None else readable
+    rules += [(d, fs_file_write(abi)) for d in _DEVICES]
+    rules += grant_rules(grants, abi)
     if tmp is not None:
         rules += [(str(root), fs_all(abi)), (str(tmp), fs_all(abi))]
     return rules
@@ -343,12 +354,14 @@ def _bwrap_argv(
     *,
     network: bool,
     grants: Sequence[Grant] = (),
+    reads: Sequence[str] | None = None,
 ) -> list[str]:
     """The bwrap command prefix confining one call.
 
     All of ``/`` read-only; with `tmp` (workspace-write) the workspace and
     `tmp` writable, then the git paths read-only again on top, in a pid
-    namespace of the call's own.
+    namespace of the call's own. With `grants`/`reads` (a declared call):
+    those paths writable/readable (see `bwrap_binds`).
     """
     bwrap = _bwrap_usable()
     assert bwrap is not None  # backend_for checked
@@ -359,13 +372,25 @@ def _bwrap_argv(
         argv.append("--unshare-net")
     if tmp is not None:
         argv += ["--bind", str(root), str(root), "--bind", str(tmp), str(tmp)]
-        git = root / ".git"
-        if git.is_dir() and not git.is_symlink():  # a mount point: never renamed
-            argv += ["--bind", str(git), str(git)]
-        for path in protected_git_paths(root):
-            real = os.path.realpath(path)
-            if Path(real).is_relative_to(root):
-                argv += ["--ro-bind", real, real]
-    for grant in grants:  # a read-only call's declared writes, and nothing else
-        argv += ["--bind", grant.path, grant.path]
+        argv += _git_binds(root)
+    elif reads is not None:  # a read-only call's declared access, and nothing else
+        argv += bwrap_binds(root, reads, grants)
+    else:
+        for grant in grants:
+            argv += ["--bind", grant.path, grant.path]
+    if tmp is None and any(g.kind == "git" for g in grants):
+        argv += _git_binds(root, itself=False)  # .git itself is the grant's bind
     return [*argv, "--chdir", str(cwd), "--"]
+
+
+def _git_binds(root: Path, *, itself: bool = True) -> list[str]:
+    """``.git`` bound onto itself (never renamed), its program files read-only."""
+    argv: list[str] = []
+    git = root / ".git"
+    if itself and git.is_dir() and not git.is_symlink():  # a mount point: never renamed
+        argv += ["--bind", str(git), str(git)]
+    for path in protected_git_paths(root):
+        real = os.path.realpath(path)
+        if Path(real).is_relative_to(root):
+            argv += ["--ro-bind", real, real]
+    return argv
