@@ -13,8 +13,9 @@ unnoticed, because the kernel refuses the read and the command fails.
 Not narrowed (None): ``rg``, ``tree``, ``fd`` and the git commands other
 than ``git log`` read ignore files and attributes in the directories above
 their operands; ``ls``/``du``/``find``/``grep -r`` with no operand read the
-whole working directory; a path with a symlink in it inside the workspace
-(under bwrap the link itself would be missing), or the workspace itself.
+whole working directory; a path with a symlink or ``..`` in it inside the
+workspace (under bwrap the link, or the directories ``..`` passes through,
+would be missing), or the workspace itself.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ def paths_read(words: Sequence[str], root: Path) -> list[str] | None:
     """
     found: list[str] = []
     for word in words:
+        if ".." in Path(word).parts:
+            return None  # bwrap: the directories on the way may not be mounted
         given = operand(word, root)
         path = Path(os.path.normpath(given))
         resolved = real(given)  # bash resolves `..` after links, normpath before

@@ -250,9 +250,13 @@ class BashTool(Tool):
         ):
             return None
         declared = declared_access(args["command"], self.workspace.root)
-        if declared is not None and self.sandbox_mode is SandboxMode.READ_ONLY:
-            return Declared((), declared.reads)  # a read-only tool grants nothing
-        return declared
+        if declared is None:
+            return None
+        reads = declared.reads if self.sandbox.reads_confinable() else None
+        grants = declared.grants
+        if self.sandbox_mode is SandboxMode.READ_ONLY:
+            grants = ()  # a read-only tool grants nothing
+        return Declared(grants, reads)
 
     def permission_subject(self, args: dict[str, Any]) -> ShellCommand:
         """The command, for rules such as ``bash(git log:*)``: rules see every part."""

@@ -181,11 +181,19 @@ def _commit_message(rest: list[str]) -> bool:
     i = 0
     while i < len(rest):
         word = rest[i]
-        if word in ("-m", "--message") and i + 1 < len(rest):
+        if word == "--message" and i + 1 < len(rest):
             message, i = True, i + 2
             continue
-        if word.startswith("--message=") or (word[:2] == "-m" and len(word) > 2):
+        if word.startswith("--message="):
             message = True
+        elif word.startswith("-") and not word.startswith("--") and "m" in word:
+            flags, _, glued = word[1:].partition("m")  # -qm MSG, -am MSG, -mMSG
+            if any(f"-{c}" not in _COMMIT_FLAGS for c in flags):
+                return False
+            if not glued and i + 1 >= len(rest):
+                return False
+            message, i = True, i + (1 if glued else 2)
+            continue
         elif word not in _COMMIT_FLAGS:
             return False
         i += 1

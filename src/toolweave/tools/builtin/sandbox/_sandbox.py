@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -70,7 +69,6 @@ __all__ = [
     "Backend",
     "Confinement",
     "Sandbox",
-    "conservative_read_only",
     "sandbox_backend",
 ]
 
@@ -178,26 +176,6 @@ def sandbox_backend(mode: SandboxMode = SandboxMode.READ_ONLY) -> Backend | None
     return next((b for b in order if backend_available(b)), None)
 
 
-_CORE = frozenset(
-    {"basename", "cat", "dirname", "du", "echo", "false", "grep", "head", "ls"}
-    | {"pwd", "realpath", "stat", "tail", "true", "wc"}
-)
-_PLAIN_WORDS = re.compile(r"[A-Za-z0-9_./,:=@%+ -]+\Z")
-
-
-def conservative_read_only(command: str) -> bool:
-    """True for the core that may run in parallel with no sandbox at all.
-
-    One simple command from a small set with no option that writes or runs a
-    program, made only of plain words: no quote, expansion, glob, redirection,
-    operator or newline. It only ever narrows the classifier's verdict.
-    """
-    if not _PLAIN_WORDS.match(command):
-        return False
-    words = command.split()
-    return bool(words) and words[0] in _CORE
-
-
 @dataclass(slots=True)
 class Confinement:
     """How one call is confined: its spawner, extra environment, and what happened."""
@@ -234,6 +212,23 @@ class Sandbox:
         """Whether confined calls may use the network."""
         self.forced = backend
         """The backend forced at construction, if any."""
+        self._reads_confinable: bool | None = None
+
+    def reads_confinable(self) -> bool:
+        """True if a read-only call's reads inside the workspace can be confined.
+
+        bwrap always can. Landlock needs a rule per entry next to each of the
+        workspace's ancestors (`read_rules`); past `MAX_ANCESTOR_ENTRIES` the
+        spawn would cost too much, and declared reads must then stay wide.
+        Probed once per sandbox; should the ancestors grow past the limit
+        later, the spawn refuses to start (fail closed), never reads wider.
+        """
+        if self._reads_confinable is None:
+            backend = self.backend_for(SandboxMode.READ_ONLY)
+            self._reads_confinable = backend == "bwrap" or (
+                backend == "landlock" and read_rules(self.root, ()) is not None
+            )
+        return self._reads_confinable
 
     def backend_for(self, mode: SandboxMode) -> Backend | None:
         """The backend that would confine a call in `mode`."""
@@ -301,11 +296,13 @@ class Sandbox:
     ) -> Spawner:
         """Starts a command confined by `backend`; `tmp` given = workspace-write."""
         if backend == "landlock":
-            rules = _landlock_rules(self.root, tmp, grants, reads)
 
             async def landlocked(
                 argv: Sequence[str], cwd: Path, env: Mapping[str, str]
             ) -> ProcessLike:
+                rules = await anyio.to_thread.run_sync(  # lists the ancestors
+                    _landlock_rules, self.root, tmp, grants, reads
+                )
                 return await spawn_landlocked(
                     argv, cwd=cwd, env=env, rules=rules, block_tcp=not self.network
                 )
@@ -339,6 +336,8 @@ def _landlock_rules(
 ) -> list[tuple[str, int]]:
     abi = landlock_abi()
     readable = None if reads is None else read_rules(root, reads)
+    if reads is not None and readable is None:  # never wider than declared
+        raise OSError("the workspace's ancestors grew too crowded to confine reads")
     rules = [("/", FS_READ)] if readable is None else readable
     rules += [(d, fs_file_write(abi)) for d in _DEVICES]
     rules += grant_rules(grants, abi)
