@@ -32,7 +32,7 @@ from toolweave.models import ScriptedModel
 from toolweave.tools import Access, Concurrency, SandboxMode, SessionState
 from toolweave.tools.builtin import BashTool
 from toolweave.tools.builtin.bash import _tool as bash_module
-from toolweave.tools.builtin.bash._writes import declared_writes
+from toolweave.tools.builtin.bash._writes import Declared, declared_writes
 from toolweave.tools.builtin.sandbox import Grant, Sandbox
 from toolweave.tools.builtin.sandbox import _sandbox as sandbox_module
 from toolweave.tools.builtin.sandbox._sandbox import Backend, backend_available
@@ -79,6 +79,9 @@ def test_declared_writes_are_what_the_kernel_will_allow(ws: Path) -> None:
         "mkdir build": (_dir(ws / "build"),),
         f"touch {ws}/src/a.py": (_file(ws / "src" / "a.py"),),
         "touch build/../src/a.py": (_file(ws / "src" / "a.py"),),
+        # a file in a directory not there yet: creations under build/ cover it
+        "mkdir -p build/out && touch build/out/f": (_dir(ws / "build"),),
+        "cp src/a.py build/": (_dir(ws / "build"),),
     }
     for command, grants in rows.items():
         assert declared_writes(command, ws) == tuple(sorted(grants)), command
@@ -109,10 +112,8 @@ ADVERSARIAL = [
     "touch -r src/a.py src/b.py",  # an option not on the list
     "touch -- src/a.py",
     "touch src/a.py > log.txt",  # a redirect: not declared here
-    "mkdir -p build/out && touch build/out/f",  # a file in a directory not there yet
-    "rm src/a.py",  # a writer not (yet) declared
-    "sed -i s/a/b/ src/a.py",
-    "cp src/a.py build/",
+    "rm src/a.py",  # src/ holds a hard-linked file (src/b.py)
+    "sed -i s/a/b/ src/a.py",  # the same directory
     "mkdir -p build && rm -rf src",
     "touch src",  # a directory
     "x=1 touch src/a.py",
@@ -146,14 +147,13 @@ def test_the_tool_declares_the_grants_as_write_keys_and_still_asks(
     tool = BashTool(ws, sandbox_backend=backend)
     args = tool.parse({"command": "mkdir -p build/out"})
     assert tool.concurrency_for(args) is Concurrency.SAFE
+    # mkdir reads nothing: its reads are confined to nothing (its grant aside)
     assert tool.access_for(args) == Access(
-        reads=(f"fs:{ws}", "proc:bash"), writes=(f"fs:{ws / 'build'}",)
+        reads=("proc:bash",), writes=(f"fs:{ws / 'build'}",)
     )
     declared = tool.access_for(args)
     assert declared is not None
-    # reads are not confined yet, so they stay the whole workspace: a declared
-    # writer still waits for any workspace write, but no longer for the rest
-    assert declared.conflicts_with(Access(writes=(f"fs:{ws / 'src' / 'a.py'}",)))
+    assert not declared.conflicts_with(Access(writes=(f"fs:{ws / 'src' / 'a.py'}",)))
     assert declared.conflicts_with(Access(reads=(f"fs:{ws / 'build' / 'old.txt'}",)))
     assert not declared.conflicts_with(Access(reads=(f"fs:{ws / 'src' / 'a.py'}",)))
     assert not declared.conflicts_with(Access(writes=("todo:",)))
@@ -214,7 +214,7 @@ async def test_a_declaration_that_moved_before_the_start_is_not_run(
     (ws / "out").unlink()
     os.symlink(ws / "src", ws / "out")  # now it would write src/
     with pytest.raises(
-        ToolError, match="not run: the paths this command writes changed"
+        ToolError, match="not run: the paths this command touches changed"
     ):
         await run(tool, {"command": "touch out/made.txt"}, SessionState(workspace=ws))
     assert not (ws / "src" / "made.txt").exists()
@@ -295,7 +295,9 @@ async def test_a_write_beyond_the_declaration_is_refused_through_the_agent(
     """A declaration made wrong on purpose (narrower than the command): the
     kernel refuses the extra write; the overlap still happened (rendezvous)."""
     monkeypatch.setattr(
-        bash_module, "declared_writes", lambda command, root: (_dir(root / "build"),)
+        bash_module,
+        "declared_access",
+        lambda command, root: Declared((_dir(root / "build"),), None),
     )
     script = [
         _turn(

@@ -42,9 +42,10 @@ import functools
 import re
 import shlex
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ._conditions import condition_evaluates, test_tokens
 
 if TYPE_CHECKING:  # loaded on the first parse: `import toolweave` stays light
     import tree_sitter
@@ -55,7 +56,6 @@ __all__ = [
     "Script",
     "SimpleCommand",
     "Unparsed",
-    "condition_evaluates",
     "literal_word",
     "parse_script",
 ]
@@ -117,6 +117,10 @@ class Script:
     quoted or from a variable's value (``x='a[$(rm y)]'; [[ $x -eq 1 ]]``,
     ``test -v 'a[$(rm y)]'``, ``${!x}``, ``${x@P}``, ``${s:x}``). Permission
     rules treat such input as unparseable."""
+    outputs: tuple[str | None, ...] = ()
+    """Targets of output redirections to files (None: an expansion), in order."""
+    inputs: tuple[str | None, ...] = ()
+    """Files read through ``<`` redirections (None: an expansion), in order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +279,8 @@ def _parse(command: str) -> Script | Unparsed:
         tuple(walker.hazards),
         _last(root, source),
         opaque="arithmetic" in walker.hazards or bool(walker.evaluates),
+        outputs=tuple(walker.outputs),
+        inputs=tuple(walker.inputs),
     )
 
 
@@ -329,6 +335,8 @@ class _Walker:
         self.unread = ""
         """Why the tree cannot be trusted to show every command (empty: it can)."""
         self.evaluates: list[str] = []
+        self.outputs: list[str | None] = []
+        self.inputs: list[str | None] = []
         """Contexts that evaluate text as code (see `Script.opaque`)."""
 
     def text(self, node: tree_sitter.Node) -> str:
@@ -452,6 +460,9 @@ class _Walker:
                 return  # duplicate or close a descriptor
             if literal_word(target) != "/dev/null":
                 self.hazard("output redirected to a file")
+                self.outputs.append(literal_word(target))
+        else:
+            self.inputs.append(literal_word(target))
 
     def heredoc(self, node: tree_sitter.Node) -> None:
         """An unquoted heredoc body with a backtick: tree-sitter misses the command."""
@@ -468,7 +479,7 @@ class _Walker:
         expanded operands; its children are walked for the commands inside.
         """
         text = self.text(node)
-        if condition_evaluates(_test_tokens(text), double=text.startswith("[[")):
+        if condition_evaluates(test_tokens(text), double=text.startswith("[[")):
             self.evaluates.append("a test that may evaluate a subscript")
         if text.startswith("[["):
             self.hazard("[[ ]] (may evaluate arithmetic and subscripts)")
@@ -516,49 +527,6 @@ _EVALUATING_EXPANSION = re.compile(
 )
 """``${!x}`` (the value names a variable: ``a[$(rm y)]``), ``${x@P}`` (prompt
 expansion runs ``$(...)``), ``${x:off:len}`` (arithmetic on variable values)."""
-
-_SUBSCRIPT_TESTS = frozenset({"-v", "-R"})
-_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
-_TEST_OPERATORS = frozenset({"=", "==", "!=", "<", ">", "!", "(", ")"})
-_TOKEN = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'|\S+")
-
-
-def _test_tokens(text: str) -> list[str]:
-    """The words of a ``[ ]`` / ``[[ ]]`` as written (quotes kept), brackets dropped."""
-    tokens = _TOKEN.findall(text)
-    return [t for t in tokens if t not in ("[", "]", "[[", "]]")]
-
-
-def condition_evaluates(raws: Sequence[str], *, double: bool) -> bool:
-    """Could `test` / ``[ ]`` (or ``[[ ]]``, `double`) with these words evaluate code?
-
-    ``-v``/``-R`` evaluate a subscript, and ``[[``'s ``-eq`` family evaluates
-    arithmetic on its operands' values: either runs the ``$(...)`` of a string
-    such as ``a[$(rm y)]``. In ``[[ ]]`` operators are fixed before expansion,
-    so only those operators (and a ``[`` that may be a subscript) count. In
-    ``test``/``[ ]`` an expansion may itself become ``-v``: it is safe only
-    double-quoted (one word) and next to a literal operator.
-    """
-    for i, raw in enumerate(raws):
-        if raw in _SUBSCRIPT_TESTS:
-            return True
-        if double:
-            if raw in _ARITHMETIC_TESTS or "[" in raw:
-                return True
-            continue
-        if "$" in raw or "`" in raw:
-            quoted = len(raw) > 1 and raw[0] == raw[-1] == '"'
-            near = [*raws[i - 1 : i], *raws[i + 1 : i + 2]]
-            if not quoted or not any(_literal_operator(n) for n in near):
-                return True
-    return False
-
-
-def _literal_operator(raw: str) -> bool:
-    return raw in _TEST_OPERATORS or (
-        raw.startswith("-") and not any(c in raw for c in "$`\"'")
-    )
-
 
 _NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 

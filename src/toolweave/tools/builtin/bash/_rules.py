@@ -30,8 +30,9 @@ import re
 import time
 from dataclasses import dataclass
 
+from ._conditions import condition_evaluates
 from ._options import OptionSpec, first_operand, spec
-from ._parse import Unparsed, condition_evaluates, parse_script
+from ._parse import Unparsed, parse_script
 
 __all__ = ["CommandParts", "ShellCommand", "command_parts"]
 

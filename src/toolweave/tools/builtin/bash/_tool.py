@@ -20,25 +20,19 @@ from .._readstate import changed_read_files, read_fingerprints
 from .._workspace import Workspace
 from ..sandbox import (
     Backend,
-    Grant,
     Sandbox,
     conservative_read_only,
     refusal_note,
     restored_note,
     unconfined_notice,
 )
-from ._classifier import (
-    Prefixes,
-    classify_bash,
-    last_command_name,
-    parse_prefixes,
-    read_only_form,
-)
+from ._classifier import Prefixes, classify_bash, parse_prefixes, read_only_form
 from ._git import GIT_READ_UNSET, git_read_env
 from ._parse import parse_script
 from ._process import ShellOutcome, run_shell
+from ._results import failed, status, status_name, with_hint, with_notes
 from ._rules import ShellCommand, command_parts
-from ._writes import declared_writes
+from ._writes import Declared, covers, declared_access
 
 __all__ = ["BashTool"]
 
@@ -59,11 +53,6 @@ and the file's path, so this cap only bounds memory, not what the model sees.
 MAX_COMMAND_BYTES = 131_071
 """The longest command (UTF-8 bytes): ``bash -c`` gets it as one argument, and
 Linux refuses an argument of 128 KiB or more (MAX_ARG_STRLEN, with its NUL)."""
-
-_EXIT_1_IS_AN_ANSWER = frozenset(
-    {"grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["}
-)
-"""Commands whose exit status 1 means "no" (no match, files differ), not failure."""
 
 _ENV = {
     "GIT_OPTIONAL_LOCKS": "0",  # read-only git never takes index.lock (parallel-safe)
@@ -164,9 +153,9 @@ class BashTool(Tool):
         self.env = {**(os.environ if env is None else env), **_ENV}
         """The environment commands run with."""
         self.read_only_commands: Prefixes = parse_prefixes(read_only_commands)
-        self._declared: dict[str, tuple[Grant, ...]] = {}
-        """The write grants last declared to the gate per command (`access_for`)."""
         """User-declared read-only command prefixes (``("bd", "show")``), see `teach`."""
+        self._declared: dict[str, Declared] = {}
+        """The access last declared to the gate per command (`access_for`)."""
         super().__init__(
             name="bash",
             description=(
@@ -237,25 +226,37 @@ class BashTool(Tool):
         )
         if unenforced and not conservative_read_only(args["command"]):
             return Concurrency.SEQUENTIAL
-        if verdict is Concurrency.SEQUENTIAL and not unenforced and self._grants(args):
-            return Concurrency.SAFE  # its declared writes are all it can write
+        if verdict is Concurrency.SEQUENTIAL and not unenforced:
+            declared = self._access(args)
+            if declared is not None and declared.grants:
+                return Concurrency.SAFE  # its declared writes are all it can write
         return verdict
 
     def _read_only(self, args: dict[str, Any]) -> bool:
         """SAFE and writing nothing: the classifier's read-only verdict."""
-        return self.concurrency_for(args) is Concurrency.SAFE and not self._grants(args)
+        if self.concurrency_for(args) is not Concurrency.SAFE:
+            return False
+        declared = self._access(args)
+        return declared is None or not declared.grants
 
-    def _grants(self, args: dict[str, Any]) -> tuple[Grant, ...]:
-        """The writes the parse declares (see `declared_writes`); () if not known.
+    def _access(self, args: dict[str, Any]) -> Declared | None:
+        """The access the parse declares (see `declared_access`); None if not known.
 
-        Only where a backend enforces them: with none they are never used.
+        Only where a backend enforces it: with none it is never used.
         """
         if (
             args.get("writes")
             or self.sandbox.backend_for(SandboxMode.READ_ONLY) is None
         ):
-            return ()
-        return declared_writes(args["command"], self.workspace.root) or ()
+            return None
+        declared = declared_access(args["command"], self.workspace.root)
+        if declared is None:
+            return None
+        reads = declared.reads if self.sandbox.reads_confinable() else None
+        grants = declared.grants
+        if self.sandbox_mode is SandboxMode.READ_ONLY:
+            grants = ()  # a read-only tool grants nothing
+        return Declared(grants, reads)
 
     def permission_subject(self, args: dict[str, Any]) -> ShellCommand:
         """The command, for rules such as ``bash(git log:*)``: rules see every part."""
@@ -280,18 +281,26 @@ class BashTool(Tool):
         )
 
     def access_for(self, args: dict[str, Any]) -> Access | None:
-        """Reads the workspace when SAFE, and writes its enforced grants; else a barrier."""
+        """When SAFE: its declared reads (else the workspace) and enforced grants.
+
+        Anything else is a barrier (None).
+        """
         self._declared.pop(args["command"], None)
-        if self.concurrency_for(args) is Concurrency.SAFE:
-            grants = self._grants(args)
-            if grants:  # what the gate schedules by: the run checks it still holds
-                self._declared[args["command"]] = grants
-                while len(self._declared) > _DECLARED_KEPT:
-                    del self._declared[next(iter(self._declared))]
-            writes = tuple(Workspace.key(Path(g.path)) for g in grants)
-            reads = (Workspace.key(self.workspace.root), "proc:bash")
-            return Access(reads=reads, writes=writes)
-        return None
+        if self.concurrency_for(args) is not Concurrency.SAFE:
+            return None
+        declared = self._access(args)
+        if declared is not None:  # what the gate schedules by: the run checks it
+            self._declared[args["command"]] = declared
+            while len(self._declared) > _DECLARED_KEPT:
+                del self._declared[next(iter(self._declared))]
+        grants = declared.grants if declared is not None else ()
+        paths = (
+            [self.workspace.root] if declared is None or declared.reads is None else []
+        )
+        paths += [Path(r) for r in declared.reads or ()] if declared else []
+        writes = tuple(Workspace.key(Path(g.path)) for g in grants)
+        reads = (*(Workspace.key(p) for p in paths), "proc:bash")
+        return Access(reads=reads, writes=writes)
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run the command; returns its output, or raises for failure or timeout."""
@@ -309,16 +318,16 @@ class BashTool(Tool):
         before = read_fingerprints(ctx.state)
         outcome, notes = await self._run_confined(command, args, ctx, timeout)
         changed = changed_read_files(before, read_fingerprints(ctx.state))
-        text = _with_hint(outcome.output, changed, self.workspace)
+        text = with_hint(outcome.output, changed, self.workspace)
         if outcome.timed_out:
             raise ToolTimeoutError(
                 f"Command timed out after {timeout:g}s; its process group was "
-                f"killed.\n{_with_notes(text, notes)}".rstrip()
+                f"killed.\n{with_notes(text, notes)}".rstrip()
             )
         if outcome.returncode != 0:
-            text = f"{text.rstrip()}\n[{_status(outcome)}]".lstrip()
-        text = _with_notes(text, notes)
-        if _failed(await _status_name(command, outcome), outcome):
+            text = f"{text.rstrip()}\n[{status(outcome)}]".lstrip()
+        text = with_notes(text, notes)
+        if failed(await status_name(command, outcome), outcome):
             raise ToolError(text)
         return text if text.strip() else "(no output)"
 
@@ -330,18 +339,27 @@ class BashTool(Tool):
         forced = self.concurrency_for(args) is Concurrency.SAFE
         configured = ctx.state.sandbox or self.sandbox_mode
         mode = SandboxMode.READ_ONLY if forced else configured
+        access = self._access(args) if forced else None
+        if declared is not None:  # the gate scheduled it by `declared`
+            if not forced or not covers(declared, access):
+                raise ToolError(
+                    "not run: the paths this command touches changed between its"
+                    " declaration and its start (a link or a directory moved);"
+                    " nothing was written. Run it again."
+                )
+            access = declared  # the keys the gate scheduled it by
+        if configured is SandboxMode.READ_ONLY and access is not None:
+            access = Declared((), access.reads)  # the session writes nothing
+        grants = access.grants if access is not None else ()
+        reads = access.reads if access is not None else None
         env, run = self.env, command
-        if forced:  # may run in parallel: git reads run no configured programs
+        if forced and not any(g.kind == "git" for g in grants):
+            # may run in parallel: git reads run no configured programs (git
+            # add / commit run as they would on their own, hooks included)
             run = await anyio.to_thread.run_sync(read_only_form, command)
             env = _read_only_env(env)
-        grants = self._grants(args) if forced else ()
-        if declared is not None and declared != grants:
-            raise ToolError(
-                "not run: the paths this command writes changed between its"
-                " declaration and its start (a link or a directory moved);"
-                " nothing was written. Run it again."
-            )
-        async with self.sandbox.confine(mode, self.workspace.root, grants) as confined:
+        root = self.workspace.root
+        async with self.sandbox.confine(mode, root, grants, reads) as confined:
             try:
                 outcome = await run_shell(
                     run,
@@ -363,6 +381,7 @@ class BashTool(Tool):
                 configured=configured,
                 root=self.workspace.root,
                 writable=tuple(g.path for g in grants),
+                readable=reads,
             ),
             restored_note(confined.restored),
         ]
@@ -405,40 +424,3 @@ def _read_only_env(env: dict[str, str]) -> dict[str, str]:
     """`env` for a call judged read-only: configured programs switched off."""
     kept = {k: v for k, v in env.items() if k not in _READ_ONLY_UNSET}
     return {**kept, **git_read_env(kept)}
-
-
-async def _status_name(command: str, outcome: ShellOutcome) -> str | None:
-    """The name of the command whose exit 1 decides, parsed off the event loop."""
-    if outcome.returncode != 1:
-        return None
-    return await anyio.to_thread.run_sync(last_command_name, command)
-
-
-def _failed(name: str | None, outcome: ShellOutcome) -> bool:
-    code = outcome.returncode
-    if code == 0:
-        return False
-    return not (code == 1 and name in _EXIT_1_IS_AN_ANSWER)
-
-
-def _status(outcome: ShellOutcome) -> str:
-    code = outcome.returncode
-    if code is not None and code < 0:
-        return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
-def _with_notes(output: str, notes: list[str]) -> str:
-    if not notes:
-        return output
-    return "\n\n".join([output.rstrip(), *notes]).lstrip()
-
-
-def _with_hint(output: str, changed: list[Any], workspace: Workspace) -> str:
-    if not changed:
-        return output
-    names = ", ".join(workspace.relative(p) for p in changed)
-    return (
-        f"{output.rstrip()}\n\n[note: this command changed files you read "
-        f"earlier: {names}. Read them again before editing them.]"
-    )

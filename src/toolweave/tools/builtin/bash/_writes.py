@@ -1,120 +1,150 @@
-"""What a writing bash command writes, when its parse says so: grants the sandbox enforces.
+"""What a bash command reads and writes, when its parse says so: access the sandbox enforces.
 
-Issue 28 item 1, the part built so far: a command made of read-only parts and
-``mkdir`` / ``touch`` with literal operands declares exactly the paths those
-create or touch, at the granularity the kernel enforces:
+Issue 28 item 1. A command made of read-only parts, the writers of `_writers`
+(``mkdir``, ``touch``, ``tee``, ``cp``, ``mv``, ``rm``, ``ln -s``,
+``sed -i``, ``git add``/``git commit``) and output redirections to literal
+files declares the grants those need (`Declared.grants`), and, where every
+part's reads are known (`_reads`), the workspace paths it reads
+(`Declared.reads`). The bash tool then runs it read-only everywhere except
+those grants, reading inside the workspace only those paths (Landlock rules
+or bwrap binds, `Sandbox.confine`), so the declared keys are what the command
+*could* touch, not what it is hoped to.
 
-- ``touch F`` of an existing regular file: the file itself (`Grant` ``file``);
-- ``touch F`` of a new file: its parent directory (creations under it);
-- ``mkdir [-p] D``: the nearest existing ancestor of D (or D when it exists).
-
-The bash tool then runs the command read-only everywhere except those grants
-(Landlock rules or bwrap binds, `Sandbox.confine`), so the declared write keys
-are what the command *could* write, not what it is hoped to. Reads stay
-declared wide (the whole workspace): reads are not confined yet.
-
-Not declared (the command stays a barrier): any expansion or glob in an
-operand; a target outside the workspace, the workspace root itself, or a grant
-that holds or lies inside git's program-choosing paths; a ``cd``/``pushd``
-anywhere in the command (operands would resolve elsewhere); a granted directory
-holding a hard-linked file (a write through it would change a file elsewhere)
-or more entries than `MAX_SCAN` (the check would cost more than it saves).
-Symlinks are resolved: the grant names the real target (the kernel checks the
-real path too).
+Not declared (None: the command stays what it was, a barrier or a read of
+the whole workspace): any expansion or glob in an operand; a target outside
+the workspace, the workspace root itself, or a grant that holds or lies in
+``.git`` (but the ``git`` grant of ``git add``/``commit``), git's
+program-choosing paths or a nested repository; a ``cd``/``pushd`` anywhere
+(operands would resolve elsewhere); a granted directory holding a hard-linked
+file (a write through it would change a file elsewhere) or more entries than
+`MAX_SCAN`. Symlinks are resolved: a grant names the real target (the kernel
+checks the real path too).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..sandbox import Grant, protected_git_paths
 from ._commands import argv_read_only
-from ._parse import SimpleCommand, Unparsed, parse_script
+from ._parse import Script, Unparsed, parse_script
+from ._reads import part_reads, paths_read
+from ._targets import operand, write_grant
+from ._writers import writer_grants
 
-__all__ = ["MAX_SCAN", "declared_writes"]
+__all__ = ["MAX_SCAN", "Declared", "covers", "declared_access", "declared_writes"]
 
 MAX_SCAN = 2_000
 """Entries of a granted directory checked for hard links at most."""
 
-_MKDIR_FLAGS = frozenset({"-p", "--parents", "-v", "--verbose"})
-_TOUCH_FLAGS = frozenset({"-a", "-c", "-m", "--no-create"})
 _MOVES_CWD = frozenset({"cd", "pushd", "popd"})
+_REDIRECT = "output redirected to a file"
+_RANK = {"file": 0, "dir": 1, "tree": 2, "git": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """The access a command's parse declares, for the sandbox to enforce."""
+
+    grants: tuple[Grant, ...]
+    """What it may write (sorted; empty: nothing)."""
+    reads: tuple[str, ...] | None
+    """The workspace paths it may read; None: the whole workspace."""
+
+
+def declared_access(command: str, root: Path) -> Declared | None:
+    """The access `command` declares, or None when nothing about it is known.
+
+    `root` is the resolved workspace root and the command's working directory.
+    Never raises. Writers with unknown targets make the whole answer None;
+    reads alone may be None (the whole workspace) with the writes still known.
+    """
+    script = parse_script(command)
+    if isinstance(script, Unparsed) or script.opaque:
+        return None
+    if any(h != _REDIRECT for h in script.hazards):
+        return None
+    grants = _grants(script, root)
+    if grants is None:
+        return None
+    protected = [Path(os.path.realpath(p)) for p in protected_git_paths(root)]
+    if not all(_allowed(grant, root, protected) for grant in grants):
+        return None
+    return Declared(tuple(sorted(set(grants))), _reads(script, root))
 
 
 def declared_writes(command: str, root: Path) -> tuple[Grant, ...] | None:
-    """The grants `command` needs, or None when its writes are not statically known.
+    """The grants `command` writes through, or None when not statically known."""
+    declared = declared_access(command, root)
+    return declared.grants or None if declared is not None else None
 
-    `root` is the resolved workspace root and the command's working directory.
-    Never raises. An empty answer never happens: a command with no writer is
-    the classifier's business (read-only), not this module's.
-    """
-    script = parse_script(command)
-    if isinstance(script, Unparsed) or script.hazards or script.opaque:
-        return None
-    grants: set[Grant] = set()
-    writers = 0
+
+def _grants(script: Script, root: Path) -> list[Grant] | None:
+    grants: list[Grant] = []
     for part in script.commands:
         if part.name in _MOVES_CWD:
             return None
-        found = _writer_grants(part, root)
+        found = writer_grants(part, root)
         if found is not None:
-            grants.update(found)
-            writers += 1
+            grants += found
         elif not argv_read_only(part.words):
             return None
-    if not writers or not grants:
-        return None
-    protected = [Path(os.path.realpath(p)) for p in protected_git_paths(root)]
-    for grant in grants:
-        if not _allowed(grant, root, protected):
-            return None
-    return tuple(sorted(grants))
-
-
-def _writer_grants(part: SimpleCommand, root: Path) -> list[Grant] | None:
-    name, args = part.name, part.words[1:]
-    if name not in ("mkdir", "touch") or any(a is None for a in args):
-        return None
-    words = [str(a) for a in args]
-    flags = _MKDIR_FLAGS if name == "mkdir" else _TOUCH_FLAGS
-    operands = [w for w in words if not w.startswith("-")]
-    if not operands or any(w not in flags for w in words if w.startswith("-")):
-        return None
-    if "--" in words:
-        return None
-    grants: list[Grant] = []
-    for operand in operands:
-        target = Path(operand) if operand.startswith("/") else root / operand
-        grant = _mkdir_grant(target) if name == "mkdir" else _touch_grant(target)
+    for target in script.outputs:
+        grant = None if target is None else write_grant(operand(target, root))
         if grant is None:
             return None
         grants.append(grant)
     return grants
 
 
-def _touch_grant(target: Path) -> Grant | None:
-    real = Path(os.path.realpath(target))
-    if real.is_file():
-        return None if real.stat().st_nlink > 1 else Grant(str(real), "file")
-    if os.path.lexists(target):
-        return None  # a directory, a dangling link, a device: not this rule
-    parent = real.parent
-    return Grant(str(parent), "dir") if parent.is_dir() else None
+def _reads(script: Script, root: Path) -> tuple[str, ...] | None:
+    found: list[str] = []
+    for part in script.commands:
+        reads = part_reads(part, root)
+        if reads is None:
+            return None
+        found += reads
+    if None in script.inputs:
+        return None
+    inputs = paths_read([t for t in script.inputs if t is not None], root)
+    if inputs is None:
+        return None
+    return tuple(sorted(set(found + inputs)))
 
 
-def _mkdir_grant(target: Path) -> Grant | None:
-    real = Path(os.path.realpath(target))
-    at = real
-    while not at.exists():
-        if os.path.lexists(at) or at.parent == at:
-            return None  # a dangling link on the way
-        at = at.parent
-    return Grant(str(at), "dir") if at.is_dir() else None
+def covers(declared: Declared, now: Declared | None) -> bool:
+    """True if `now` (the access at the call's start) lies within `declared`.
+
+    The gate scheduled the call by `declared`; a target that resolves
+    differently at the start (a link swapped, a directory created meanwhile)
+    may only narrow it.
+    """
+    if now is None:
+        return False
+    if any(not any(_within(g, d) for d in declared.grants) for g in now.grants):
+        return False
+    if declared.reads is None:
+        return True
+    if now.reads is None:
+        return False
+    wide = [*declared.reads, *(g.path for g in declared.grants if g.kind != "file")]
+    return all(any(Path(r).is_relative_to(w) for w in wide) for r in now.reads)
+
+
+def _within(inner: Grant, outer: Grant) -> bool:
+    if _RANK[inner.kind] > _RANK[outer.kind]:
+        return False
+    if inner.path == outer.path:
+        return True
+    return outer.kind != "file" and Path(inner.path).is_relative_to(outer.path)
 
 
 def _allowed(grant: Grant, root: Path, protected: list[Path]) -> bool:
     path = Path(grant.path)
+    if grant.kind == "git":  # git add / commit: .git itself, its program files kept
+        return path == Path(os.path.realpath(root / ".git"))
     if path == root or not path.is_relative_to(root):
         return False
     for git in protected:

@@ -7,6 +7,7 @@ package imports it; it never imports the bash package (an import-linter
 contract holds that).
 """
 
+from ._conservative import conservative_read_only as conservative_read_only
 from ._git import protected_git_paths as protected_git_paths
 from ._grants import Grant as Grant
 from ._notes import refusal_note as refusal_note
@@ -20,7 +21,6 @@ from ._popen import spawn_popen as spawn_popen
 from ._sandbox import Backend as Backend
 from ._sandbox import Confinement as Confinement
 from ._sandbox import Sandbox as Sandbox
-from ._sandbox import conservative_read_only as conservative_read_only
 from ._sandbox import sandbox_backend as sandbox_backend
 
 __all__ = [

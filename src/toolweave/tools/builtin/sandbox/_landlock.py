@@ -38,13 +38,16 @@ from dataclasses import dataclass
 from functools import cache
 
 __all__ = [
+    "EXECUTE",
     "FS_READ",
+    "READ_FILE",
     "SCOPES_ABI",
     "Ruleset",
     "enforce_in_child",
     "fs_all",
     "fs_create_beneath",
     "fs_file_write",
+    "fs_tree",
     "landlock_abi",
 ]
 
@@ -143,6 +146,23 @@ def fs_create_beneath(abi: int) -> int:
     And to write them. No removal, no rename or link (REFER), no special files.
     """
     rights = FS_READ | WRITE_FILE | _MAKE_DIR | _MAKE_REG
+    if abi >= 3:
+        rights |= _TRUNCATE
+    return rights
+
+
+_MAKE_SYM = 1 << 12
+
+
+def fs_tree(abi: int) -> int:
+    """Every change beneath a directory but special files.
+
+    Create, write, remove, rename and link within it (REFER), symlinks.
+    """
+    rights = FS_READ | WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE
+    rights |= _MAKE_DIR | _MAKE_REG | _MAKE_SYM
+    if abi >= 2:
+        rights |= _REFER
     if abi >= 3:
         rights |= _TRUNCATE
     return rights

@@ -25,6 +25,8 @@ logger = logging.getLogger("toolweave.sandbox")
 _REFUSED = re.compile(
     r"permission denied|read-only file system|operation not permitted", re.IGNORECASE
 )
+_MISSING = re.compile(r"no such file or directory", re.IGNORECASE)
+"""How bwrap's confined reads look: an undeclared path is absent from the mount."""
 _NOTICE_KEY = "sandbox.unconfined_noticed"
 _WRITES_HINT = (
     "If that error comes from a write the command needs, call bash again with this"
@@ -45,15 +47,19 @@ def refusal_note(
     configured: SandboxMode,
     root: Path,
     writable: tuple[str, ...] = (),
+    readable: tuple[str, ...] | None = None,
 ) -> str | None:
     """The note for a confined call whose output shows a refused write, or None.
 
     `forced`: the call ran read-only because the classifier judged it
     read-only (it may have run in parallel); `configured`: the mode the call
     would get on its own; `writable`: the paths its parse declared and the
-    sandbox left writable (a declared writer), if any.
+    sandbox left writable (a declared writer), if any; `readable`: the
+    workspace paths it was confined to read (None: the whole workspace).
     """
     found = _REFUSED.search(output)
+    if found is None and readable is not None:
+        found = _MISSING.search(output)
     if confinement.backend is None or found is None:
         return None
     how = f"({confinement.backend})"
@@ -66,14 +72,8 @@ def refusal_note(
             f" read-only; any other write is refused. The {error!r} above may be"
             f" such a refusal. {_USER_HINT}]"
         )
-    if forced and writable:
-        return (
-            f"[sandbox: this command's writes were declared from its parse"
-            f" ({', '.join(writable)}), so it ran in the read-only sandbox {how} with"
-            f" only those writable; every other write is refused there, so nothing"
-            f" else was written. The {error!r} above may be such a refusal."
-            f" {_WRITES_HINT.format(mode=configured.value)}]"
-        )
+    if forced and (writable or readable is not None):
+        return _declared_note(how, error, configured, writable, readable)
     if forced and configured is not SandboxMode.READ_ONLY:
         why = f"this command was judged read-only, so it ran in the read-only sandbox {how}"
         hint = _WRITES_HINT.format(mode=configured.value)
@@ -86,6 +86,28 @@ def refusal_note(
     return (
         f"[sandbox: {why}; every write is refused there, so nothing was written. The"
         f" {error!r} above may be such a refusal. {hint}]"
+    )
+
+
+def _declared_note(
+    how: str,
+    error: str,
+    configured: SandboxMode,
+    writable: tuple[str, ...],
+    readable: tuple[str, ...] | None,
+) -> str:
+    said = []
+    if writable:
+        said.append(f"its writes were declared from its parse ({', '.join(writable)})")
+    if readable is not None:
+        names = ", ".join(readable) or "nothing"
+        said.append(f"inside the workspace it may read only {names} (its parse)")
+    return (
+        f"[sandbox: {'; '.join(said)}, so it ran in the read-only sandbox {how} with"
+        " only those writable and readable; every other write is refused there, and"
+        " every other path in the workspace is unreadable (or absent), so nothing"
+        f" else was written. The {error!r} above may be such a refusal."
+        f" {_WRITES_HINT.format(mode=configured.value)}]"
     )
 
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -59,16 +58,10 @@ import anyio
 
 from ...._exceptions import ToolError
 from ..._sandbox_mode import SandboxMode
+from ._confine import bwrap_binds, grant_rules, read_rules
 from ._git import GitGuard, protected_git_paths
 from ._grants import Grant
-from ._landlock import (
-    FS_READ,
-    SCOPES_ABI,
-    fs_all,
-    fs_create_beneath,
-    fs_file_write,
-    landlock_abi,
-)
+from ._landlock import FS_READ, SCOPES_ABI, fs_all, fs_file_write, landlock_abi
 from ._popen import ProcessLike, Spawner, spawn_popen
 from ._spawn import spawn_landlocked, spawn_scoped
 
@@ -76,7 +69,6 @@ __all__ = [
     "Backend",
     "Confinement",
     "Sandbox",
-    "conservative_read_only",
     "sandbox_backend",
 ]
 
@@ -184,26 +176,6 @@ def sandbox_backend(mode: SandboxMode = SandboxMode.READ_ONLY) -> Backend | None
     return next((b for b in order if backend_available(b)), None)
 
 
-_CORE = frozenset(
-    {"basename", "cat", "dirname", "du", "echo", "false", "grep", "head", "ls"}
-    | {"pwd", "realpath", "stat", "tail", "true", "wc"}
-)
-_PLAIN_WORDS = re.compile(r"[A-Za-z0-9_./,:=@%+ -]+\Z")
-
-
-def conservative_read_only(command: str) -> bool:
-    """True for the core that may run in parallel with no sandbox at all.
-
-    One simple command from a small set with no option that writes or runs a
-    program, made only of plain words: no quote, expansion, glob, redirection,
-    operator or newline. It only ever narrows the classifier's verdict.
-    """
-    if not _PLAIN_WORDS.match(command):
-        return False
-    words = command.split()
-    return bool(words) and words[0] in _CORE
-
-
 @dataclass(slots=True)
 class Confinement:
     """How one call is confined: its spawner, extra environment, and what happened."""
@@ -240,6 +212,23 @@ class Sandbox:
         """Whether confined calls may use the network."""
         self.forced = backend
         """The backend forced at construction, if any."""
+        self._reads_confinable: bool | None = None
+
+    def reads_confinable(self) -> bool:
+        """True if a read-only call's reads inside the workspace can be confined.
+
+        bwrap always can. Landlock needs a rule per entry next to each of the
+        workspace's ancestors (`read_rules`); past `MAX_ANCESTOR_ENTRIES` the
+        spawn would cost too much, and declared reads must then stay wide.
+        Probed once per sandbox; should the ancestors grow past the limit
+        later, the spawn refuses to start (fail closed), never reads wider.
+        """
+        if self._reads_confinable is None:
+            backend = self.backend_for(SandboxMode.READ_ONLY)
+            self._reads_confinable = backend == "bwrap" or (
+                backend == "landlock" and read_rules(self.root, ()) is not None
+            )
+        return self._reads_confinable
 
     def backend_for(self, mode: SandboxMode) -> Backend | None:
         """The backend that would confine a call in `mode`."""
@@ -251,21 +240,28 @@ class Sandbox:
 
     @asynccontextmanager
     async def confine(
-        self, mode: SandboxMode, cwd: Path, grants: Sequence[Grant] = ()
+        self,
+        mode: SandboxMode,
+        cwd: Path,
+        grants: Sequence[Grant] = (),
+        reads: Sequence[str] | None = None,
     ) -> AsyncIterator[Confinement]:
         """Prepare one call in `mode`; clean up (temp dir, git guard) afterwards.
 
         `grants` (read-only mode only): the paths the command may still write,
-        each exactly (a file) or with creations beneath it (a directory); the
-        caller declared them as the call's write keys, and this makes them the
-        only writes the kernel allows.
+        each as its `Grant.kind` says; the caller declared them as the call's
+        write keys, and this makes them the only writes the kernel allows. A
+        ``git`` grant brings the git guard along, as workspace-write does.
+        `reads` (read-only mode only): when given, the only paths inside the
+        workspace the command may read (besides its grants); everything outside
+        the workspace stays readable (`read_rules`, `bwrap_binds`).
 
         Checkpoints: the git guard's snapshot and restore and the temp dir's
         removal run in worker threads (a command can make them large).
         """
         backend = self.backend_for(mode)
-        if grants and mode is not SandboxMode.READ_ONLY:
-            raise ToolError("write grants confine a read-only call only")
+        if (grants or reads is not None) and mode is not SandboxMode.READ_ONLY:
+            raise ToolError("declared access confines a read-only call only")
         confinement = Confinement(mode, backend)
         if backend is None:
             yield confinement
@@ -275,9 +271,9 @@ class Sandbox:
             tmp = _private_tmp()
             confinement.env["TMPDIR"] = str(tmp)
         guard = None  # files a mount cannot cover; walked off the loop
-        if tmp is not None:
+        if tmp is not None or any(g.kind == "git" for g in grants):
             guard = await anyio.to_thread.run_sync(GitGuard, self.root)
-        confinement.spawn = self._spawner(backend, tmp, cwd, grants)
+        confinement.spawn = self._spawner(backend, tmp, cwd, grants, reads)
         try:
             yield confinement
         finally:
@@ -291,21 +287,30 @@ class Sandbox:
                     )
 
     def _spawner(
-        self, backend: Backend, tmp: Path | None, cwd: Path, grants: Sequence[Grant]
+        self,
+        backend: Backend,
+        tmp: Path | None,
+        cwd: Path,
+        grants: Sequence[Grant],
+        reads: Sequence[str] | None,
     ) -> Spawner:
         """Starts a command confined by `backend`; `tmp` given = workspace-write."""
         if backend == "landlock":
-            rules = _landlock_rules(self.root, tmp, grants)
 
             async def landlocked(
                 argv: Sequence[str], cwd: Path, env: Mapping[str, str]
             ) -> ProcessLike:
+                rules = await anyio.to_thread.run_sync(  # lists the ancestors
+                    _landlock_rules, self.root, tmp, grants, reads
+                )
                 return await spawn_landlocked(
                     argv, cwd=cwd, env=env, rules=rules, block_tcp=not self.network
                 )
 
             return landlocked
-        prefix = _bwrap_argv(self.root, tmp, cwd, network=self.network, grants=grants)
+        prefix = _bwrap_argv(
+            self.root, tmp, cwd, network=self.network, grants=grants, reads=reads
+        )
         scoped = _bwrap_scopable()
 
         async def bwrapped(
@@ -324,13 +329,18 @@ def _private_tmp() -> Path:
 
 
 def _landlock_rules(
-    root: Path, tmp: Path | None, grants: Sequence[Grant] = ()
+    root: Path,
+    tmp: Path | None,
+    grants: Sequence[Grant] = (),
+    reads: Sequence[str] | None = None,
 ) -> list[tuple[str, int]]:
     abi = landlock_abi()
-    rules = [("/", FS_READ)] + [(d, fs_file_write(abi)) for d in _DEVICES]
-    for grant in grants:
-        rights = fs_file_write(abi) if grant.kind == "file" else fs_create_beneath(abi)
-        rules.append((grant.path, rights))
+    readable = None if reads is None else read_rules(root, reads)
+    if reads is not None and readable is None:  # never wider than declared
+        raise OSError("the workspace's ancestors grew too crowded to confine reads")
+    rules = [("/", FS_READ)] if readable is None else readable
+    rules += [(d, fs_file_write(abi)) for d in _DEVICES]
+    rules += grant_rules(grants, abi)
     if tmp is not None:
         rules += [(str(root), fs_all(abi)), (str(tmp), fs_all(abi))]
     return rules
@@ -343,12 +353,14 @@ def _bwrap_argv(
     *,
     network: bool,
     grants: Sequence[Grant] = (),
+    reads: Sequence[str] | None = None,
 ) -> list[str]:
     """The bwrap command prefix confining one call.
 
     All of ``/`` read-only; with `tmp` (workspace-write) the workspace and
     `tmp` writable, then the git paths read-only again on top, in a pid
-    namespace of the call's own.
+    namespace of the call's own. With `grants`/`reads` (a declared call):
+    those paths writable/readable (see `bwrap_binds`).
     """
     bwrap = _bwrap_usable()
     assert bwrap is not None  # backend_for checked
@@ -359,13 +371,25 @@ def _bwrap_argv(
         argv.append("--unshare-net")
     if tmp is not None:
         argv += ["--bind", str(root), str(root), "--bind", str(tmp), str(tmp)]
-        git = root / ".git"
-        if git.is_dir() and not git.is_symlink():  # a mount point: never renamed
-            argv += ["--bind", str(git), str(git)]
-        for path in protected_git_paths(root):
-            real = os.path.realpath(path)
-            if Path(real).is_relative_to(root):
-                argv += ["--ro-bind", real, real]
-    for grant in grants:  # a read-only call's declared writes, and nothing else
-        argv += ["--bind", grant.path, grant.path]
+        argv += _git_binds(root)
+    elif reads is not None:  # a read-only call's declared access, and nothing else
+        argv += bwrap_binds(root, reads, grants)
+    else:
+        for grant in grants:
+            argv += ["--bind", grant.path, grant.path]
+    if tmp is None and any(g.kind == "git" for g in grants):
+        argv += _git_binds(root, itself=False)  # .git itself is the grant's bind
     return [*argv, "--chdir", str(cwd), "--"]
+
+
+def _git_binds(root: Path, *, itself: bool = True) -> list[str]:
+    """``.git`` bound onto itself (never renamed), its program files read-only."""
+    argv: list[str] = []
+    git = root / ".git"
+    if itself and git.is_dir() and not git.is_symlink():  # a mount point: never renamed
+        argv += ["--bind", str(git), str(git)]
+    for path in protected_git_paths(root):
+        real = os.path.realpath(path)
+        if Path(real).is_relative_to(root):
+            argv += ["--ro-bind", real, real]
+    return argv
