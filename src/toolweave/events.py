@@ -63,6 +63,8 @@ class CompletionReason(enum.Enum):
     ERROR = "error"
     INTERRUPTED = "interrupted"
     HOOK_STOPPED = "hook_stopped"
+    CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
+    """The next request could not be made to fit the model's context window; it was not sent."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from ._hooks import StopHook as StopHook
 from ._hooks import StopInput as StopInput
 from ._output import ToolOutput as ToolOutput
 from ._persist import make_preview as make_preview
+from ._persist import save_result as save_result
 from ._rules import PermissionRule as PermissionRule
 from ._rules import PermissionRules as PermissionRules
 from ._rules import RuleVerdict as RuleVerdict
@@ -83,4 +84,5 @@ __all__ = [
     "classify_call",
     "decide_permission",
     "make_preview",
+    "save_result",
 ]

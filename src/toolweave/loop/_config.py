@@ -16,6 +16,7 @@ from ..tools import SandboxMode, sandbox_mode
 from ..tools.builtin import parse_prefixes
 from ._context import ContextProvider
 from ._cost import PriceTable
+from ._micro import MicroCompaction
 from ._tracing import TracePolicy
 
 if TYPE_CHECKING:
@@ -67,6 +68,15 @@ class AgentConfig:
     None turns auto-compaction off (prompt-too-long recovery still compacts).
     Needs the model's `context_window`; without one it never triggers.
     """
+    context_warning_threshold: float | None = 0.7
+    """Share of the context window at which the next request earns a Warning event
+    (once, until the context shrinks below it again); None = no warning. Whatever
+    the thresholds, a request that does not fit the window with room for the answer
+    (`max_output_tokens`, at most a quarter of the window) is never sent: the
+    conversation is shrunk first, or the run ends as CONTEXT_WINDOW_EXCEEDED."""
+    micro_compaction: MicroCompaction | None = None
+    """Clear old tool results to short stubs (`MicroCompaction`); None = off (the default:
+    see docs/context-window.md for why)."""
     compaction_keep_recent: int = 6
     """Messages kept verbatim at the end when compacting."""
     compaction_max_failures: int = 3
@@ -148,6 +158,15 @@ class AgentConfig:
             raise ConfigError(
                 f"compaction_threshold must lie in (0, 1], got {threshold}"
             )
+        warn = self.context_warning_threshold
+        if warn is not None and not 0 < warn <= 1:
+            raise ConfigError(
+                f"context_warning_threshold must lie in (0, 1], got {warn}"
+            )
+        if self.micro_compaction is not None and not isinstance(
+            self.micro_compaction, MicroCompaction
+        ):
+            raise ConfigError("micro_compaction must be a MicroCompaction or None")
         if self.compaction_keep_recent < 2 or self.compaction_max_failures < 1:
             raise ConfigError(
                 "compaction_keep_recent must be >= 2 and max_failures >= 1"

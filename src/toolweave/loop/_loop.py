@@ -46,6 +46,7 @@ from ._discarded import DiscardedCalls
 from ._eager import EagerBatch, Spawn
 from ._endings import Endings
 from ._guards import RepeatFailureWatcher, StalledIterationGuard
+from ._micro import MicroCompactor
 from ._model_call import Halted, ModelCaller
 from ._run_start import with_run_start_context
 from ._setup import RunSetup
@@ -61,6 +62,7 @@ from ._steps import (
     Step,
     TransitionReason,
 )
+from ._tokens import text_tokens, value_tokens
 from ._tool_batch import (
     ToolBatcher,
     refused_call_result,
@@ -156,6 +158,8 @@ class RunLoop:
             clock=self.clock,
         )
         self.shrinker = Shrinker(self)
+        policy = cfg.micro_compaction
+        self.micro = MicroCompactor(self, policy) if policy is not None else None
         self.endings = Endings(self)
         self.discarded = DiscardedCalls(self)
         self._stack = AsyncExitStack()
@@ -259,6 +263,10 @@ class RunLoop:
         )
         self.emit(RunStarted(self.run_id, self.prompt))
         self.system, first = await self.context.start(self.system)
+        self.conversation.overhead_tokens = text_tokens(self.system or "") + sum(
+            text_tokens(d.name) + text_tokens(d.description) + value_tokens(d.input_schema)
+            for d in setup.tool_defs
+        )
         started = RunStartInput(
             run_id=self.run_id, prompt=self.prompt, resumed=self.resumed
         )
@@ -269,6 +277,7 @@ class RunLoop:
     async def _begin_iteration(self, step: BeginIteration) -> Step:
         if self.control.halted:
             return self.control.finish()
+        micro = await self.micro.apply() if self.micro is not None else None
         verdict = self.budget.check(
             now=anyio.current_time() if self.budget.deadline is not None else 0.0,
             total_tokens=self.costs.total_tokens,
@@ -297,6 +306,8 @@ class RunLoop:
             if reminder is not None:
                 self.conversation.append(reminder)
         self._open_iteration(reason, note)
+        if micro is not None:
+            self.emit(micro)
         if boundary is not None:
             self.emit(boundary)  # seed 002 §9: right before IterationStarted
         self.emit(IterationStarted(self.iteration, at=self.clock()))
@@ -344,6 +355,10 @@ class RunLoop:
 
     async def _call_model(self, step: CallModel) -> Step:
         await self.discarded.gather()  # a call retried after shrinking the prompt
+        blocked = await self.shrinker.ensure_fits()  # never send what cannot fit
+        if blocked is not None:
+            return blocked
+        self.conversation.note_sent()
         self.eager = self._eager_batch()
         try:
             response = await self.caller.call(
@@ -355,8 +370,10 @@ class RunLoop:
         except PromptTooLongError as exc:
             if step.shrunk_for_length:
                 return Finish(
-                    CompletionReason.ERROR,
-                    detail=f"the prompt is too long even after shrinking it: {exc}",
+                    CompletionReason.CONTEXT_WINDOW_EXCEEDED,
+                    detail="the prompt is too long even after shrinking it once"
+                    f" (the provider said: {exc}); the run stops rather than"
+                    " drop more without end",
                 )
             return await self.shrinker.recover_prompt_too_long(exc)
         except ModelError as exc:
