@@ -27,6 +27,7 @@ from ._cost import unpriced_model as unpriced_model
 from ._guards import RepeatFailureWatcher as RepeatFailureWatcher
 from ._guards import StalledIterationGuard as StalledIterationGuard
 from ._loop import NO_MODEL_REACHED as NO_MODEL_REACHED
+from ._micro import MicroCompaction as MicroCompaction
 from ._result import RunResult as RunResult
 from ._run import AgentRun as AgentRun
 from ._steps import TransitionReason as TransitionReason
@@ -37,6 +38,9 @@ from ._tracing import TracePolicy as TracePolicy
 from ._transcript import TRUNCATION_MARKER as TRUNCATION_MARKER
 from ._transcript import transcript_problems as transcript_problems
 from ._transcript import validate_transcript as validate_transcript
+from ._window import ContextGuard as ContextGuard
+from ._window import ContextLevel as ContextLevel
+from ._window import ContextVerdict as ContextVerdict
 
 __all__ = [
     "BUILTIN_PRICES",
@@ -54,13 +58,17 @@ __all__ = [
     "Compactor",
     "ContextAssembler",
     "ContextBlock",
+    "ContextGuard",
     "ContextKind",
+    "ContextLevel",
     "ContextProvider",
     "ContextRequest",
+    "ContextVerdict",
     "CostTracker",
     "DirectorySummaryContext",
     "EnvironmentContext",
     "GitContext",
+    "MicroCompaction",
     "ModelCost",
     "ModelPrice",
     "PriceTable",

@@ -17,7 +17,6 @@ import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import final
 
 from ..execution import save_result

@@ -139,7 +139,7 @@ class AgentConfig:
     (whole words) may run in parallel, in the read-only sandbox; with no sandbox
     backend they are ignored."""
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # noqa: C901 - one check per field
         check_audit_mode(self.audit)
         parse_prefixes(self.read_only_commands)  # raises ConfigError if malformed
         object.__setattr__(self, "read_only_commands", tuple(self.read_only_commands))

@@ -264,7 +264,9 @@ class RunLoop:
         self.emit(RunStarted(self.run_id, self.prompt))
         self.system, first = await self.context.start(self.system)
         self.conversation.overhead_tokens = text_tokens(self.system or "") + sum(
-            text_tokens(d.name) + text_tokens(d.description) + value_tokens(d.input_schema)
+            text_tokens(d.name)
+            + text_tokens(d.description)
+            + value_tokens(d.input_schema)
             for d in setup.tool_defs
         )
         started = RunStartInput(

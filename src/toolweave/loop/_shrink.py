@@ -1,5 +1,6 @@
-"""Keeping the conversation inside the context window: auto-compaction, the pre-send guard,
-prompt-too-long recovery.
+"""Keeping the conversation inside the context window: compaction, guard, recovery.
+
+Three mechanisms: auto-compaction, the pre-send guard and prompt-too-long recovery.
 
 Auto-compaction runs when the budget says SHOULD_COMPACT and has a
 circuit breaker: after `compaction_max_failures` failures in a row it stays off
@@ -31,7 +32,7 @@ import anyio.to_thread
 from .._exceptions import PromptTooLongError
 from ..events import CompactBoundary, CompletionReason, LoopTransition
 from ..events import Warning as WarningEvent
-from ..messages import Message, ToolCall
+from ..messages import Message
 from ._clearing import ResultSaver, clear_results, clearable, result_slots
 from ._compaction import Compacted, Compactor, drop_oldest_rounds
 from ._steps import CallModel, Finish, Step, TransitionReason
@@ -173,7 +174,9 @@ class Shrinker:
                 )
             )
 
-    def _overflow(self, before: ContextVerdict, after: ContextVerdict, how: str) -> Finish:
+    def _overflow(
+        self, before: ContextVerdict, after: ContextVerdict, how: str
+    ) -> Finish:
         loop = self._loop
         first = self._measure(loop.conversation.messages[:1])
         return Finish(
@@ -222,7 +225,9 @@ class Shrinker:
         )
         if isinstance(dropped, Compacted):
             loop.emit(self._apply(dropped, reason))
-            done.append(f"dropped the oldest messages ({dropped.before - dropped.after})")
+            done.append(
+                f"dropped the oldest messages ({dropped.before - dropped.after})"
+            )
             changed = True
             if guard.fits(loop.conversation.context_tokens()):
                 return "; ".join(done), changed
@@ -251,7 +256,10 @@ class Shrinker:
             remaining -= round(block_tokens(slot.result) * scale) - _STUB_TOKENS
         cleared_messages, cleared = await anyio.to_thread.run_sync(
             lambda: clear_results(
-                messages, chosen, save=ResultSaver(loop.state.results_dir), why="to fit the context window"
+                messages,
+                chosen,
+                save=ResultSaver(loop.state.results_dir),
+                why="to fit the context window",
             )
         )
         if cleared:
@@ -259,7 +267,9 @@ class Shrinker:
                 cleared_messages, reason="context_guard", keep_report=True
             )
             loop.emit(
-                CompactBoundary(len(messages), len(cleared_messages), reason="context_guard")
+                CompactBoundary(
+                    len(messages), len(cleared_messages), reason="context_guard"
+                )
             )
         return len(cleared)
 

@@ -13,7 +13,7 @@ O(length)):
 | a run of ASCII letters (a word, an identifier) | 0.7 + 0.1 per letter |
 | digits | 1 per 2.5 |
 | ASCII punctuation (``{":,}`` …) | 0.6 per character |
-| whitespace run holding a newline, or longer than one space | 1 |
+| a newline; a run of two or more spaces or tabs (indentation) | 1 each |
 | other characters of the Basic Multilingual Plane (Cyrillic, accents, Thai …) | 0.6 per character |
 | characters beyond it (emoji, rare Han) | 2 per character |
 
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 IMAGE_TOKENS = 1_600
-"""A flat guess per image (a 1,000 × 1,000 pixel image costs about this on Anthropic)."""
+"""A flat guess per image (a 1,000 by 1,000 pixel image costs about this on Anthropic)."""
 
 _CJK = re.compile(
     "[\u1100-\u11ff\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff"
@@ -52,7 +52,7 @@ _CJK = re.compile(
 _WORD = re.compile(r"[A-Za-z]+")
 _DIGITS = re.compile(r"[0-9]+")
 _PUNCT = re.compile(r"[!-/:-@\[-`{-~]+")
-_SPACE = re.compile(r"\s*\n\s*|[ \t]{2,}")
+_INDENT = re.compile(r"[ \t]{2,}")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]+")
 _OTHER = re.compile(r"[^\x00-\x7f]+")
 
@@ -79,7 +79,7 @@ def text_tokens(text: str) -> int:
     letters, words = _chars(_WORD, text)
     digits, _ = _chars(_DIGITS, text)
     punct, _ = _chars(_PUNCT, text)
-    spaces = len(_SPACE.findall(text))
+    spaces = text.count("\n") + len(_INDENT.findall(text))
     estimate = (
         cjk
         + 2 * astral
@@ -113,9 +113,16 @@ def block_tokens(block: object) -> int:
         inner = (
             text_tokens(arguments)
             if isinstance(arguments, str)
-            else value_tokens(dict(arguments) if isinstance(arguments, Mapping) else arguments)
+            else value_tokens(
+                dict(arguments) if isinstance(arguments, Mapping) else arguments
+            )
         )
-        return inner + text_tokens(block.name) + text_tokens(block.id) + _OVERHEAD_PER_BLOCK
+        return (
+            inner
+            + text_tokens(block.name)
+            + text_tokens(block.id)
+            + _OVERHEAD_PER_BLOCK
+        )
     if isinstance(block, ToolResult):
         content = block.content
         if isinstance(content, str):

@@ -106,7 +106,9 @@ class ContextGuard:
         if window and limit is not None:
             if tokens > limit:
                 level = ContextLevel.BLOCK
-            elif self.compact_share is not None and tokens >= window * self.compact_share:
+            elif (
+                self.compact_share is not None and tokens >= window * self.compact_share
+            ):
                 level = ContextLevel.COMPACT
             elif self.warn_share is not None and tokens >= window * self.warn_share:
                 level = ContextLevel.WARN
