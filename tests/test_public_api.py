@@ -103,6 +103,7 @@ def test_design_member_names() -> None:
         "ERROR",
         "INTERRUPTED",
         "HOOK_STOPPED",
+        "CONTEXT_WINDOW_EXCEEDED",  # issue 29: a request that cannot fit is not sent
     }
     for name in (
         "ScriptedModel",
