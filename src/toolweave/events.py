@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import anyio
 
@@ -26,6 +26,7 @@ __all__ = [
     "DeclarationViolation",
     "Event",
     "FileRead",
+    "InterruptBehaviour",
     "IterationStarted",
     "LoopTransition",
     "MessageAppended",
@@ -46,6 +47,12 @@ __all__ = [
     "TranscriptReplaced",
     "Warning",
 ]
+
+
+InterruptBehaviour: TypeAlias = Literal["cancel", "block"]
+"""What interrupting the run does to a running call (the values of `toolweave.tools.Interrupt`):
+``"cancel"``: it is stopped now and answered "interrupted"; ``"block"``: it runs to
+its end and its real result is recorded."""
 
 
 def _now() -> float:
@@ -165,13 +172,20 @@ class ToolUseStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolRunning:
-    """A call actually began executing (its dependencies and slot were granted)."""
+    """A call actually began executing (its dependencies and slot were granted).
+
+    `interrupt` says what an interrupt of the run (Ctrl-C in the CLI,
+    `AgentRun.interrupt`) does to it while it runs, so a view can tell the user
+    before they press it.
+    """
 
     call_id: str
     """The call's id (models repeat ids: match the call by `key`)."""
     _: KW_ONLY
     key: str = ""
     """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
+    interrupt: InterruptBehaviour = "cancel"
+    """``"cancel"`` (stopped at once) or ``"block"`` (runs to its end): its tool's `Interrupt`."""
     at: float = field(default_factory=_now)
     """anyio time of the event."""
 

@@ -14,7 +14,7 @@ from ..events import Event, ToolRunning
 from ..events import Warning as WarningEvent
 from ..messages import ToolCall, ToolResult
 from ..scheduling import InterruptToken
-from ..tools import SessionState, Tool, ToolContext, ToolRegistry
+from ..tools import Interrupt, SessionState, Tool, ToolContext, ToolRegistry
 from ._audit import AuditMode, Auditor, unaudited
 from ._audit_hook import AuditScope
 from ._authorize import AskHandler, PermissionGate
@@ -350,7 +350,16 @@ class ToolRunner:
                     if timeout is None or left < timeout:
                         timeout, bound_from = left, now
                 if self._on_event is not None:
-                    emit_safely(self._on_event, ToolRunning(call.id, key=call.key))
+                    emit_safely(
+                        self._on_event,
+                        ToolRunning(
+                            call.id,
+                            key=call.key,
+                            interrupt="block"
+                            if tool.interrupt is Interrupt.BLOCK
+                            else "cancel",
+                        ),
+                    )
                 executed: Executed | None
                 if timeout is None and self._unaudited:
                     # call_tool's steps, inline (one coroutine fewer per call)
