@@ -167,12 +167,17 @@ def _chat(blocks: Sequence[dict[str, Any]], finish: str, input_tokens: int) -> s
     return "".join(out)
 
 
-def text_reply(provider: str, text: str, *, input_tokens: int = 50) -> SseReply:
-    """A final answer whose request the provider counted as `input_tokens`."""
+def text_reply(
+    provider: str, text: str, *, input_tokens: int = 50, stop: str | None = None
+) -> SseReply:
+    """A text-only answer whose request the provider counted as `input_tokens`.
+
+    `stop` is the provider's own stop reason (default ``end_turn`` / ``stop``).
+    """
     blocks = [{"type": "text", "text": text}]
     if provider == "anthropic":
-        return SseReply(_anthropic(blocks, "end_turn", input_tokens))
-    return SseReply(_chat(blocks, "stop", input_tokens))
+        return SseReply(_anthropic(blocks, stop or "end_turn", input_tokens))
+    return SseReply(_chat(blocks, stop or "stop", input_tokens))
 
 
 def calls_reply(

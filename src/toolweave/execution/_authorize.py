@@ -50,6 +50,8 @@ class _Asked:
     kind: CallKind
     tool: str
     subject: str | PurePath | None
+    edit_without_workspace: bool = False
+    """ACCEPT_EDITS would have approved it, but no workspace is set to judge edits by."""
 
     def key(self) -> _ALWAYS_KEY:
         """What an "always" answer approves: the tool's rules, else tool + subject."""
@@ -101,7 +103,15 @@ def _unattended_denial(asked: _Asked) -> str:
             f"the allow rule permissions.allow = [{rules}] (toolweave.toml, or"
             " AgentConfig(permissions=PermissionRules(allow=[...])))"
         )
-    if asked.kind is CallKind.EDIT:
+    if asked.edit_without_workspace:
+        ways.insert(
+            0,
+            "a workspace for accept_edits to judge edits by (the permission mode is"
+            " accept_edits, which approves edits inside the workspace, and no"
+            " workspace is set: AgentConfig(workspace=Path(...)); the CLI uses its"
+            " working directory)",
+        )
+    elif asked.kind is CallKind.EDIT:
         ways.append(
             '--permission-mode accept_edits (mode = "accept_edits" in'
             " toolweave.toml, or AgentConfig(permission_mode=PermissionMode.ACCEPT_EDITS))"
@@ -237,15 +247,24 @@ class PermissionGate:
             else None
         )
         kind = CallKind.OTHER
+        unjudged = False
         if self.mode is not PermissionMode.BYPASS:
-            kind = classify_call(tool.access_for(args), workspace)
+            access = tool.access_for(args)
+            kind = classify_call(access, workspace)
+            unjudged = (
+                self.mode is PermissionMode.ACCEPT_EDITS
+                and workspace is None
+                and access is not None
+                and bool(access.writes)
+                and all(k.startswith("fs:/") for k in access.writes)
+            )
         decision = decide_permission(
             rule=rule, hook=verdict, check=check, mode=self.mode, kind=kind
         )
         if decision.behavior == "deny":
             raise CallFailed(f"Permission denied: {decision.reason}")
         if decision.behavior == "ask":
-            asked = _Asked(decision, check, kind, tool.name, subject)
+            asked = _Asked(decision, check, kind, tool.name, subject, unjudged)
             await self._resolve_ask(call, asked)
 
     def _emit(self, event: Event) -> None:

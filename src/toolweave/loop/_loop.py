@@ -31,7 +31,7 @@ from ..events import (
     RunStarted,
 )
 from ..events import Warning as WarningEvent
-from ..execution import RunStartInput, StartBarrier
+from ..execution import PermissionMode, RunStartInput, StartBarrier
 from ..messages import Message, StopReason, Text, Usage
 from ..models import ModelRequest
 from ..scheduling import results_of
@@ -262,6 +262,17 @@ class RunLoop:
             },
         )
         self.emit(RunStarted(self.run_id, self.prompt))
+        if (
+            self.cfg.permission_mode is PermissionMode.ACCEPT_EDITS
+            and self.state.workspace is None
+        ):
+            self.emit(
+                WarningEvent(
+                    "permission_mode is accept_edits but no workspace is set"
+                    " (AgentConfig(workspace=...)): edits cannot be judged inside it,"
+                    " so none is approved in advance"
+                )
+            )
         self.system, first = await self.context.start(self.system)
         self.conversation.overhead_tokens = text_tokens(self.system or "") + sum(
             text_tokens(d.name)
