@@ -109,7 +109,7 @@ class AgentConfig:
     workspace: Path | None = None
     """Root for file tools and context providers."""
     results_dir: Path | None = None
-    """Where large tool results are saved (``<results_dir>/tool-results/<call>.txt``).
+    """Where large tool results are saved (``<results_dir>/tool-results/<id>@<key>.txt``).
 
     None = a fresh temporary directory owned by the Agent, removed by
     `Agent.aclose`, when the Agent is garbage-collected, or at interpreter exit.
