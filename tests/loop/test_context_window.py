@@ -169,16 +169,29 @@ def test_korean_is_estimated_far_above_chars_over_four() -> None:
 
 def test_provider_count_scales_later_estimates_up() -> None:
     conversation = Conversation([Message("user", "hello")])
+    conversation.note_sent()
+    first = ModelResponse([Text("ok")], usage=Usage(800, 5))
+    conversation.note_response(first)  # a first count: hidden framing, no rate
+    assert conversation.scale == 1.0
+    conversation.append(first.to_message())
     conversation.append(Message("user", KOREAN * 10))
     conversation.note_sent()
-    estimate = conversation.context_tokens()
-    # the provider counted twice what was estimated for the same request
-    response = ModelResponse([Text("ok")], usage=Usage(2 * estimate, 5))
-    conversation.note_response(response)
+    added = conversation.context_tokens() - 805
+    # the provider counted twice what was estimated for what was added
+    second = ModelResponse([Text("ok")], usage=Usage(805 + 2 * added, 5))
+    conversation.note_response(second)
     assert conversation.scale == pytest.approx(2.0, rel=0.05)
+    conversation.append(second.to_message())
     conversation.append(Message("user", KOREAN * 10))
-    added = text_tokens(KOREAN * 10)
-    assert conversation.context_tokens() >= 2 * estimate + 1.9 * added
+    more = text_tokens(KOREAN * 10)
+    assert conversation.context_tokens() >= 805 + 2 * added + 1.9 * more
+
+
+def test_a_first_count_with_hidden_framing_teaches_no_rate() -> None:
+    conversation = Conversation([Message("user", KOREAN * 10)])
+    conversation.note_sent()
+    conversation.note_response(ModelResponse([Text("ok")], usage=Usage(5_000, 5)))
+    assert conversation.scale == 1.0
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,11 @@ __all__ = ["Conversation"]
 
 _MAX_SCALE = 4.0
 """The most the provider's count may scale the estimate up (a gateway's odd report)."""
-_MIN_LEARN = 256
-"""Estimated tokens below which a report teaches nothing (framing noise dominates)."""
+_MIN_LEARN = 512
+"""Estimated tokens of added content below which a report teaches nothing (noise)."""
+_MIN_LEARN_WHOLE = 2_048
+"""The same for a refused request counted whole: the provider's hidden framing
+(a tool-use system prompt of a few hundred tokens) must not pass for a rate."""
 
 
 @final
@@ -24,9 +27,10 @@ class Conversation:
     Knows roughly how many tokens the next request will hold: the size the
     provider reported for the last response (input, cached and output tokens)
     plus a script-aware estimate (`toolweave.loop._tokens`) of what was
-    appended since. When the provider counted more than estimated for the same
-    request, later estimates are scaled up by that ratio (`scale`, never below
-    1): a Korean or code-heavy session learns its own rate. Before any report
+    appended since. When the provider counted more than estimated for what
+    was added between two of its counts (or for a large request it refused),
+    later estimates are scaled up by that ratio (`scale`, never below 1): a
+    Korean or code-heavy session learns its own rate. Before any report
     (and after the transcript was replaced) the whole transcript is estimated,
     plus `overhead_tokens` (the system prompt and tool definitions, which the
     provider's report already holds). Every update is O(size of the change),
@@ -137,7 +141,9 @@ class Conversation:
             return
         base, estimated = self._sent
         counted = reported - usage.output_tokens - base  # what the estimate stood for
-        if estimated >= _MIN_LEARN and counted > estimated:
+        # only a difference against an earlier count: a first request's count
+        # holds the provider's hidden framing, which is no rate
+        if base > 0 and estimated >= _MIN_LEARN and counted > estimated:
             self.scale = min(max(self.scale, counted / estimated), _MAX_SCALE)
         self._sent = (0, 0)
         self._reported = reported
@@ -151,7 +157,8 @@ class Conversation:
         """
         base, estimated = self._sent
         counted = requested - base
-        if estimated > 0 and counted > estimated:
+        least = _MIN_LEARN if base > 0 else _MIN_LEARN_WHOLE
+        if estimated >= least and counted > estimated:
             self.scale = min(max(self.scale, counted / estimated), _MAX_SCALE)
 
     def context_tokens(self) -> int:

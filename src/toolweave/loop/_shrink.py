@@ -34,7 +34,7 @@ from ..events import CompactBoundary, CompletionReason, LoopTransition
 from ..events import Warning as WarningEvent
 from ..messages import Message
 from ._clearing import ResultSaver, clear_results, clearable, result_slots
-from ._compaction import Compacted, Compactor, drop_oldest_rounds
+from ._compaction import Compacted, Compactor, drop_oldest_rounds, split_point
 from ._steps import CallModel, Finish, Step, TransitionReason
 from ._tokens import block_tokens, messages_tokens
 from ._window import ContextGuard, ContextLevel, ContextVerdict
@@ -127,11 +127,11 @@ class Shrinker:
 
     def _target(self, guard: ContextGuard) -> int | None:
         """What a shrunk request should weigh: under the compaction line, else the limit."""
-        limit = guard.limit
-        if limit is None or self.window is None:
+        limit, window = guard.limit, guard.window
+        if limit is None or window is None:
             return None
         share = self._loop.cfg.compaction_threshold
-        return min(limit, int(self.window * share)) if share is not None else limit
+        return min(limit, int(window * share)) if share is not None else limit
 
     # -- before a request is sent --------------------------------------------------
 
@@ -202,7 +202,11 @@ class Shrinker:
         loop = self._loop
         done: list[str] = []
         changed = False
-        if not self.breaker_open:
+        old_enough = (
+            split_point(loop.conversation.messages, loop.cfg.compaction_keep_recent)
+            is not None
+        )
+        if not self.breaker_open and old_enough:  # else a summary has nothing to do
             outcome = await self._summarise()
             if loop.control.halted:
                 return "interrupted", False
