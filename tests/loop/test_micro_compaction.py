@@ -28,6 +28,7 @@ from toolweave._exceptions import ConfigError
 from toolweave.events import CompactBoundary, CompletionReason, TranscriptReplaced
 from toolweave.loop import AgentConfig, MicroCompaction, transcript_problems
 from toolweave.loop._clearing import CLEARED_MARKER
+from toolweave.sessions import SessionRecorder, SQLiteSessionStore
 from toolweave.tools import tool
 
 pytestmark = [
@@ -114,3 +115,70 @@ def test_bad_micro_compaction_settings_are_refused(kwargs: dict[str, object]) ->
 
 def test_micro_compaction_is_off_by_default() -> None:
     assert AgentConfig().micro_compaction is None
+
+
+# -- the store keeps what was sent ----------------------------------------------------------
+
+
+async def _recorded_run(
+    agent: tw.Agent, prompt: str, tmp_path: Path
+) -> tuple[SQLiteSessionStore, str, tw.RunResult]:
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    sid = store.create_session(workspace=str(tmp_path), model="loopback", title="t").id
+    recorder = SessionRecorder(store, sid, model="loopback")
+    async with agent.open_run(prompt) as run:
+        async for event in run.events():
+            recorder.record(event)
+    assert run.result is not None
+    return store, sid, run.result
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_the_store_holds_the_stubs_and_a_resume_sends_them(
+    provider: str, server: LoopbackServer, tmp_path: Path
+) -> None:
+    for i in range(3):
+        server.script(calls_reply(provider, [(f"call_{i}", "read_part", {"n": i})]))
+    server.script(text_reply(provider, "done"), text_reply(provider, "again"))
+    model = model_for(provider, server.url, window=200_000)
+    config = AgentConfig(
+        micro_compaction=MicroCompaction(after_turns=1, min_chars=0),
+        results_dir=tmp_path / "results",
+    )
+    agent = tw.Agent(model, [read_part], config=config)
+    try:
+        store, sid, result = await _recorded_run(agent, "read", tmp_path)
+        stored = store.messages(sid)
+        assert stored == list(result.messages)  # the store mirrors the rewrite
+        stubs = [
+            r.text
+            for m in stored
+            for r in m.tool_results
+            if r.text.startswith(CLEARED_MARKER)
+        ]
+        assert len(stubs) == 2  # calls 0 and 1; call 2's result was seen once only
+        resumed = await agent.run("once more", history=stored)
+    finally:
+        await agent.aclose()
+        await model.aclose()
+    assert resumed.completion_reason is CompletionReason.COMPLETED
+    last = tool_result_texts(server.requests[-1].body, provider)
+    assert last[:2] == stubs  # the same bytes again after the resume
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_the_store_records_a_run_that_could_not_fit(
+    provider: str, server: LoopbackServer, tmp_path: Path
+) -> None:
+    model = model_for(provider, server.url, window=2_048)
+    agent = tw.Agent(model, [read_part], config=AgentConfig(max_output_tokens=256))
+    try:
+        store, sid, result = await _recorded_run(agent, KOREAN * 40, tmp_path)
+    finally:
+        await agent.aclose()
+        await model.aclose()
+    assert result.completion_reason is CompletionReason.CONTEXT_WINDOW_EXCEEDED
+    assert server.requests == []
+    (run,) = store.runs(sid)
+    assert run.reason is CompletionReason.CONTEXT_WINDOW_EXCEEDED
+    assert "not sent" in run.detail
