@@ -324,7 +324,9 @@ class CompactBoundary:
     """Message count after compaction."""
     _: KW_ONLY
     reason: str = "auto"
-    """Why: ``"auto"``, ``"prompt_too_long"`` or ``"manual"``."""
+    """Why: ``"auto"``, ``"prompt_too_long"``, ``"context_guard"`` (a request that
+    would not fit was shrunk before it was sent), ``"micro_compaction"`` (old tool
+    results cleared to stubs) or ``"manual"``."""
     at: float = field(default_factory=_now)
     """anyio time of the event."""
 
@@ -402,7 +404,8 @@ class TranscriptReplaced:
     messages: tuple[Message, ...]
     """The whole new transcript."""
     reason: str
-    """Why: ``"auto"`` or ``"prompt_too_long"`` (as in `CompactBoundary`)."""
+    """Why: as in `CompactBoundary` (``"auto"``, ``"prompt_too_long"``,
+    ``"context_guard"``, ``"micro_compaction"``)."""
     _: KW_ONLY
     at: float = field(default_factory=_now)
     """anyio time of the event."""
