@@ -184,7 +184,7 @@ class Shrinker:
             detail=(
                 f"the next request ({before.describe()}) does not fit the context window"
                 f" of {loop.caller.model.name} with {self.guard.reserve:,} tokens left"
-                f" for the answer, and it was not sent. {how}, leaving"
+                f" for the answer, and it was not sent. Tried: {how}, leaving"
                 f" {after.describe()}: what remains cannot be dropped (the first message,"
                 f" ~{first:,} tokens with the system prompt and tool definitions, and the"
                 " latest round). Start a new session, use a model with a larger window,"
