@@ -127,18 +127,28 @@ class Conversation:
         else:
             self._sent = (0, self._tokens + self.overhead_tokens)
 
-    def note_response(self, response: ModelResponse) -> None:
+    def note_response(
+        self, response: ModelResponse, *, window: int | None = None
+    ) -> bool:
         """Remember the context size the provider reported for `response`.
 
         Call it before the response's message is appended: the report already
         counts the response's output, so that message is not counted twice.
         The input part of the report, against the estimate `note_sent` took of
-        the same request, updates `scale`.
+        the same request, updates `scale`. A report that cannot be true is not
+        used (returns False): more input or output tokens than the `window` of
+        a request the provider accepted (a broken or hostile gateway's count).
         """
         usage = response.usage
         reported = usage.total_tokens
         if reported <= 0:
-            return
+            return True
+        if (
+            window is not None
+            and max(reported - usage.output_tokens, usage.output_tokens) > window
+        ):
+            self._sent = (0, 0)
+            return False
         base, estimated = self._sent
         counted = reported - usage.output_tokens - base  # what the estimate stood for
         # only a difference against an earlier count: a first request's count
@@ -148,6 +158,7 @@ class Conversation:
         self._sent = (0, 0)
         self._reported = reported
         self._tokens_since_report = -sum(map(block_tokens, response.content))
+        return True
 
     def learn_refused(self, requested: int) -> None:
         """The provider refused the last request, saying it held `requested` tokens.

@@ -402,7 +402,15 @@ class RunLoop:
             await self.discarded.halted(response.partial)
             return self.control.finish()
         self.account(response.model or self.setup.model.name, response.usage)
-        self.conversation.note_response(response)
+        window = self.shrinker.window
+        if not self.conversation.note_response(response, window=window):
+            self.emit(
+                WarningEvent(
+                    f"the provider reported {response.usage.total_tokens:,} tokens for a"
+                    f" request it accepted, more than the context window of {window:,}:"
+                    " the count is not believed; the context is estimated instead"
+                )
+            )
         if self.control.halted:
             await self.discarded.halted(response)
             return self.control.finish()
