@@ -13,6 +13,7 @@ Events are created inside an event loop (they read `anyio.current_time()`).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -32,6 +33,7 @@ __all__ = [
     "MessageAppended",
     "ModelCallFinished",
     "ModelCallStarted",
+    "PendingApproval",
     "PermissionAnswered",
     "PermissionAsked",
     "ReadStateChanged",
@@ -39,6 +41,7 @@ __all__ = [
     "Retry",
     "RunFinished",
     "RunStarted",
+    "RunSuspended",
     "TextDelta",
     "ToolProgress",
     "ToolResultReady",
@@ -72,6 +75,10 @@ class CompletionReason(enum.Enum):
     HOOK_STOPPED = "hook_stopped"
     CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
     """The next request could not be made to fit the model's context window; it was not sent."""
+    SUSPENDED = "suspended"
+    """A call must ask and nobody can answer now (``AgentConfig(on_ask="suspend")``):
+    the run stopped to wait for a person's decision. `RunResult.pending` lists what
+    waits; ``Agent.resume`` continues with the decisions (see docs/approvals.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +231,8 @@ class PermissionAnswered:
     when an "always" given while this call waited covered it; ``failed`` when
     the handler raised or answered something else; ``cancelled`` when the wait
     was cut (the run interrupted or stopped, a run deadline, the call
-    cancelled): the call is then answered "not run"."""
+    cancelled): the call is then answered "not run"; ``suspended`` when nobody
+    could answer and the run suspends to wait for a person (`RunSuspended`)."""
     _: KW_ONLY
     key: str = ""
     """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
@@ -441,6 +449,56 @@ class ReadStateChanged:
     """anyio time of the event."""
 
 
+@dataclass(frozen=True, slots=True)
+class PendingApproval:
+    """A tool call that waits for a person's decision (a suspended run's `RunResult.pending`).
+
+    Decide it by `key` (``Agent.resume(suspension, {key: "allow" | "deny" | "always"})``,
+    or ``toolweave resume ID --approve KEY``).
+    """
+
+    key: str
+    """The call's key (`ToolCall.ref`: its place in the run, unique where ids repeat)."""
+    call_id: str
+    """The provider's id of the call."""
+    tool: str
+    """The tool's name."""
+    input: Mapping[str, Any]
+    """The call's input as the model sent it (PreToolUse hooks run on it again on resume)."""
+    reason: str
+    """Why it asks (the permission decision's reason)."""
+    _: KW_ONLY
+    rules: tuple[str, ...] = ()
+    """Allow rules that would let such calls run without asking (none when only a
+    person can: an ask rule, a hook, a shell command the tool names itself)."""
+    source: str = ""
+    """What asked: ``"mode"``, ``"rule"``, ``"hook"`` or ``"tool"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSuspended:
+    """The run stops to wait for decisions on `pending` (right before `RunFinished`).
+
+    What the session store keeps so another process can resume: the calls that
+    wait, in call order, the iteration they belong to, and the "always" approvals
+    given so far in the session (each a ``(tool, subject)`` pair, subject None = any).
+    Calls of the batch that finished keep their results (their `ToolResultReady`);
+    calls that wait (these) or never started are reported by no `ToolResultReady`.
+    """
+
+    pending: tuple[PendingApproval, ...]
+    """What waits, in call order."""
+    _: KW_ONLY
+    iteration: int = 0
+    """The iteration whose batch is suspended."""
+    always: tuple[tuple[str, str | None], ...] = ()
+    """The session's "always" approvals so far."""
+    held: tuple[str, ...] = ()
+    """Keys of calls of the batch that had not started when it suspended (they run on resume)."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
 Event: TypeAlias = (
     RunStarted
     | IterationStarted
@@ -459,6 +517,7 @@ Event: TypeAlias = (
     | CompactBoundary
     | LoopTransition
     | Warning
+    | RunSuspended
     | RunFinished
     | MessageAppended
     | TranscriptReplaced

@@ -44,6 +44,8 @@ from ._runner import RunnerStatistics as RunnerStatistics
 from ._runner import StartBarrier as StartBarrier
 from ._runner import ToolRunner as ToolRunner
 from ._signals import BatchSignals as BatchSignals
+from ._suspend import Decision as Decision
+from ._suspend import SuspendPoint as SuspendPoint
 
 __all__ = [
     "AskAnswer",
@@ -51,6 +53,7 @@ __all__ = [
     "AuditMode",
     "BatchSignals",
     "CallKind",
+    "Decision",
     "ExecutionConfig",
     "HookPermission",
     "HookVerdict",
@@ -78,6 +81,7 @@ __all__ = [
     "StopDecision",
     "StopHook",
     "StopInput",
+    "SuspendPoint",
     "ToolOutput",
     "ToolRunner",
     "audited",

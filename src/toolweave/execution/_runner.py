@@ -48,6 +48,7 @@ from ._rules import PermissionRules
 from ._run_deadline import RunDeadline
 from ._scope import rewrite_scope_error
 from ._signals import BatchSignals, CallFailed, SignalCollector
+from ._suspend import SuspendPoint
 
 __all__ = ["RunnerStatistics", "StartBarrier", "ToolRunner"]
 
@@ -156,6 +157,10 @@ class ToolRunner:
     tool's Interrupt behaviour: the tool never started. Without it, only a
     cancelled call stops waiting (answered the same way).
 
+    `suspend` (the run's `SuspendPoint`): once a call is pending for a
+    person's decision, every call that reaches this runner after is held
+    (answered a placeholder, never started); see `SuspendPoint`.
+
     Concurrency: calls of a batch may be awaited concurrently on one event loop;
     their hooks then run concurrently too. The runner is bound to the event loop
     it is used on and is not thread-safe.
@@ -176,14 +181,22 @@ class ToolRunner:
         deadline: RunDeadline | None = None,
         before_start: StartBarrier | None = None,
         interrupt: InterruptToken | None = None,
+        suspend: SuspendPoint | None = None,
     ) -> None:
         self._registry = registry
+        self._suspend = suspend
         self._deadline = deadline
         self._state = state
         self._config = config
         self._hooks = hooks
         self._gate = PermissionGate(
-            permissions, mode, ask, state, on_event=on_event, halt=interrupt
+            permissions,
+            mode,
+            ask,
+            state,
+            on_event=on_event,
+            halt=interrupt,
+            suspend=suspend,
         )
         self._on_event = on_event
         self._before_start = before_start
@@ -201,6 +214,16 @@ class ToolRunner:
     def audit(self) -> AuditMode:
         """The declaration audit's mode for the calls this runner runs."""
         return self._auditor.mode
+
+    @property
+    def suspend_point(self) -> SuspendPoint | None:
+        """The run's suspension state, if it has one."""
+        return self._suspend
+
+    @property
+    def always(self) -> tuple[tuple[str, str | None], ...]:
+        """The "always" approvals given so far (a suspension carries them on)."""
+        return self._gate.always
 
     @property
     def mode(self) -> PermissionMode:
@@ -288,6 +311,9 @@ class ToolRunner:
         (tests/execution/test_fast_paths.py shows each skipped stage would
         have answered the same).
         """
+        suspend = self._suspend
+        if suspend is not None and suspend.tripped:
+            return suspend.hold(call)  # nothing starts once a call waits for a person
         self._calls += 1
         reporter: ProgressReporter | None = None
         deadline = self._deadline

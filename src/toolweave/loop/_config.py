@@ -98,6 +98,15 @@ class AgentConfig:
     result naming the rule or mode that would allow the call. In the default
     mode the built-in tools ask for a bash command not proven read-only, a
     write or edit, and a web_fetch to a host not yet allowed."""
+    on_ask: Literal["deny", "suspend"] = "deny"
+    """What an ask does when there is no `ask` handler (a web service, a batch,
+    a queue worker). ``"deny"`` (the default: a run that nobody will resume
+    must not sit waiting): the call is denied with an error result naming the
+    setting that would allow it, and the run goes on. ``"suspend"``: the run
+    stops with `CompletionReason.SUSPENDED`, `RunResult.pending` lists the calls
+    that wait, and ``Agent.resume(result.suspension, decisions)`` (or, stored,
+    ``toolweave resume ID --approve KEY``) continues exactly where it stopped.
+    See docs/approvals.md."""
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
     """Timeouts and result budgets of each call."""
     context_providers: Sequence[ContextProvider] = ()
@@ -141,6 +150,10 @@ class AgentConfig:
 
     def __post_init__(self) -> None:  # noqa: C901 - one check per field
         check_audit_mode(self.audit)
+        if self.on_ask not in ("deny", "suspend"):
+            raise ConfigError(
+                f'on_ask must be "deny" or "suspend", got {self.on_ask!r}'
+            )
         parse_prefixes(self.read_only_commands)  # raises ConfigError if malformed
         object.__setattr__(self, "read_only_commands", tuple(self.read_only_commands))
         if self.sandbox is not None:

@@ -111,6 +111,7 @@ class Endings:
             iterations=loop.iteration,
             detail=step.detail,
             run_id=loop.run_id,
+            suspension=loop.suspension,
         )
         if self._parent_costs is not None:
             self._parent_costs.merge(costs)

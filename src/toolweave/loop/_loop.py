@@ -29,10 +29,11 @@ from ..events import (
     LoopTransition,
     ReadStateChanged,
     RunStarted,
+    RunSuspended,
 )
 from ..events import Warning as WarningEvent
-from ..execution import PermissionMode, RunStartInput, StartBarrier
-from ..messages import Message, StopReason, Text, Usage
+from ..execution import PermissionMode, RunStartInput, StartBarrier, SuspendPoint
+from ..messages import Message, StopReason, Text, ToolResult, Usage
 from ..models import ModelRequest
 from ..scheduling import results_of
 from ..tools import reporting_declaration_errors
@@ -62,6 +63,7 @@ from ._steps import (
     Step,
     TransitionReason,
 )
+from ._suspended import Resumption, suspended_end
 from ._tokens import text_tokens, value_tokens
 from ._tool_batch import (
     ToolBatcher,
@@ -75,6 +77,7 @@ from ._transcript_view import TranscriptResults
 
 if TYPE_CHECKING:
     from ..scheduling import Dispatcher
+    from ..sessions import Suspension
     from ._result import RunResult
 
 __all__ = ["NO_MODEL_REACHED", "RunLoop"]
@@ -105,6 +108,7 @@ class RunLoop:
         dispatcher: Dispatcher,
         run_id: str,
         before_start: StartBarrier | None = None,
+        resume: Resumption | None = None,
     ) -> None:
         cfg = setup.config
         self.setup, self.cfg, self.prompt, self.run_id = setup, cfg, prompt, run_id
@@ -129,12 +133,22 @@ class RunLoop:
         self.state = replace(
             setup.state, transcript=TranscriptResults(self.conversation)
         )
+        self.resume = resume
+        """The suspended run this run continues, if it is a resume (`Agent.resume`)."""
+        self.suspend = SuspendPoint(
+            enabled=cfg.on_ask == "suspend",
+            decisions=None if resume is None else resume.decisions,
+            always=() if resume is None else resume.suspension.always,
+        )
+        self.suspension: Suspension | None = None
+        """Set when this run suspended for a person's decision."""
         self.runner = setup.runner(
             emit,
             self.budget,
             self.state,
             before_start=before_start,
             halt=self.control.halt,
+            suspend=self.suspend,
         )
         limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(
@@ -147,6 +161,7 @@ class RunLoop:
             watcher=RepeatFailureWatcher(limit) if limit else None,
             clock=self.clock,
             overlap=cfg.concurrency.enabled and cfg.concurrency.streaming_overlap,
+            suspend=self.suspend,
         )
         self.caller = ModelCaller(
             setup.model,
@@ -261,7 +276,8 @@ class RunLoop:
                 "gen_ai.request.model": setup.model.name,
             },
         )
-        self.emit(RunStarted(self.run_id, self.prompt))
+        resume = self.resume
+        self.emit(RunStarted(self.run_id, resume.prompt() if resume else self.prompt))
         if (
             self.cfg.permission_mode is PermissionMode.ACCEPT_EDITS
             and self.state.workspace is None
@@ -280,6 +296,10 @@ class RunLoop:
             + value_tokens(d.input_schema)
             for d in setup.tool_defs
         )
+        if resume is not None:
+            # the suspended batch goes on where it stopped: no new prompt
+            self.iteration = self.batcher.iteration = resume.suspension.iteration
+            return RunTools(resume.response)
         started = RunStartInput(
             run_id=self.run_id, prompt=self.prompt, resumed=self.resumed
         )
@@ -449,8 +469,14 @@ class RunLoop:
 
     async def _run_tools(self, step: RunTools) -> Step:
         stream = await self.eager.settle() if self.eager is not None else None
+        done = None
+        if (
+            self.resume is not None
+            and self.iteration == self.resume.suspension.iteration
+        ):
+            done = self.resume.suspension.done  # ran before the suspension: kept
         try:
-            results = await self.batcher.run(step.response.tool_calls, stream)
+            results = await self.batcher.run(step.response.tool_calls, stream, done)
         except (KeyboardInterrupt, SystemExit) as exc:
             # A tool raised it: record the batch (every call answered), then let it go.
             answered = results_of(exc)
@@ -459,7 +485,36 @@ class RunLoop:
             raise
         await self.discarded.gather()
         self._report_read_state()
+        if self.suspend.tripped:
+            return self._suspended(results)
         return AfterTools(step.response, results)
+
+    def _suspended(self, results: Sequence[ToolResult]) -> Finish:
+        """The batch waits for a person: the run ends SUSPENDED, its state kept.
+
+        Nothing is appended to the transcript (the calls are answered on
+        resume); `RunSuspended` tells a store what waits and what was held.
+        """
+        self.runner.take_signals()  # the batch is not over: nothing of it applies yet
+        suspension, finish = suspended_end(
+            self.suspend,
+            messages=self.conversation.snapshot(),
+            calls=self.batcher.ran,
+            results=results,
+            iteration=self.iteration,
+            always=self.runner.always,
+        )
+        self.suspension = suspension
+        self.emit(
+            RunSuspended(
+                suspension.pending,
+                iteration=suspension.iteration,
+                always=suspension.always,
+                held=self.suspend.held,
+                at=self.clock(),
+            )
+        )
+        return finish
 
     def _report_read_state(self) -> None:
         """Emit the read ledger if the batch changed it (a session stores it for resume)."""
