@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from .._exceptions import StoreError, UsageError
-from ..events import FileRead
+from ..events import CompletionReason, FileRead
 from ..messages import Message, ToolCall, ToolResult
 from ._codec import file_read_from_json
 from ._lease import DEFAULT_LEASE_TERM, SessionLease
@@ -115,14 +115,29 @@ def _latest_records(
     position must never answer this one.
     """
     refs = {c.ref for c in calls}
+    runs = {session.runs} | _suspended_before(store, session)
     found: dict[str, CallRecord] = {}
     for record in store.calls(session.id):  # ordered: later runs and iterations last
         if (
-            record.run == session.runs
+            record.run in runs
             and record.call.ref in refs
             and record.state is not CallState.DISCARDED
         ):
             found[record.call.ref] = record
+    return found
+
+
+def _suspended_before(store: SessionStore, session: SessionInfo) -> set[int]:
+    """The runs right before the last that suspended: the cut batch began in them.
+
+    A resumed run that died went on with a batch a suspended run had partly
+    run; what finished there is that batch's record too (never run again).
+    """
+    found: set[int] = set()
+    for run in reversed(store.runs(session.id)[:-1]):
+        if run.reason is not CompletionReason.SUSPENDED:
+            break
+        found.add(run.run)
     return found
 
 
