@@ -34,6 +34,7 @@ from ._steps import TransitionReason as TransitionReason
 from ._subagent import FAILURE_MARKER as FAILURE_MARKER
 from ._subagent import SubAgentTool as SubAgentTool
 from ._subagent import subagent as subagent
+from ._suspended import check_decisions as check_decisions
 from ._tracing import TracePolicy as TracePolicy
 from ._transcript import TRUNCATION_MARKER as TRUNCATION_MARKER
 from ._transcript import transcript_problems as transcript_problems
@@ -78,6 +79,7 @@ __all__ = [
     "SubAgentTool",
     "TracePolicy",
     "TransitionReason",
+    "check_decisions",
     "drop_oldest_rounds",
     "refreshes",
     "subagent",

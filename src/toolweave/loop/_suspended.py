@@ -19,7 +19,7 @@ from ..sessions import Suspension
 from ._steps import Finish
 from ._transcript import transcript_problems
 
-__all__ = ["Resumption", "resumption", "suspended_end"]
+__all__ = ["Resumption", "check_decisions", "resumption", "suspended_end"]
 
 _DECISIONS = ("allow", "deny", "always")
 
@@ -85,6 +85,11 @@ def resumption(suspension: Suspension, decisions: Mapping[str, str]) -> Resumpti
             "the suspension's transcript is not valid: " + "; ".join(problems)
         )
     return Resumption(suspension, checked)
+
+
+def check_decisions(suspension: Suspension, decisions: Mapping[str, str]) -> None:
+    """Raise `UsageError` unless `Agent.resume(suspension, decisions)` would accept them."""
+    resumption(suspension, decisions)
 
 
 def suspended_end(
