@@ -103,6 +103,8 @@ def test_design_member_names() -> None:
         "ERROR",
         "INTERRUPTED",
         "HOOK_STOPPED",
+        "CONTEXT_WINDOW_EXCEEDED",  # issue 29: a request that cannot fit is not sent
+        "SUSPENDED",  # issue 29: the run waits for a person's decision
     }
     for name in (
         "ScriptedModel",

@@ -13,8 +13,9 @@ Events are created inside an event loop (they read `anyio.current_time()`).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import anyio
 
@@ -26,11 +27,13 @@ __all__ = [
     "DeclarationViolation",
     "Event",
     "FileRead",
+    "InterruptBehaviour",
     "IterationStarted",
     "LoopTransition",
     "MessageAppended",
     "ModelCallFinished",
     "ModelCallStarted",
+    "PendingApproval",
     "PermissionAnswered",
     "PermissionAsked",
     "ReadStateChanged",
@@ -38,6 +41,7 @@ __all__ = [
     "Retry",
     "RunFinished",
     "RunStarted",
+    "RunSuspended",
     "TextDelta",
     "ToolProgress",
     "ToolResultReady",
@@ -46,6 +50,12 @@ __all__ = [
     "TranscriptReplaced",
     "Warning",
 ]
+
+
+InterruptBehaviour: TypeAlias = Literal["cancel", "block"]
+"""What interrupting the run does to a running call (the values of `toolweave.tools.Interrupt`):
+``"cancel"``: it is stopped now and answered "interrupted"; ``"block"``: it runs to
+its end and its real result is recorded."""
 
 
 def _now() -> float:
@@ -63,6 +73,12 @@ class CompletionReason(enum.Enum):
     ERROR = "error"
     INTERRUPTED = "interrupted"
     HOOK_STOPPED = "hook_stopped"
+    CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
+    """The next request could not be made to fit the model's context window; it was not sent."""
+    SUSPENDED = "suspended"
+    """A call must ask and nobody can answer now (``AgentConfig(on_ask="suspend")``):
+    the run stopped to wait for a person's decision. `RunResult.pending` lists what
+    waits; ``Agent.resume`` continues with the decisions (see docs/approvals.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,13 +179,20 @@ class ToolUseStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolRunning:
-    """A call actually began executing (its dependencies and slot were granted)."""
+    """A call actually began executing (its dependencies and slot were granted).
+
+    `interrupt` says what an interrupt of the run (Ctrl-C in the CLI,
+    `AgentRun.interrupt`) does to it while it runs, so a view can tell the user
+    before they press it.
+    """
 
     call_id: str
     """The call's id (models repeat ids: match the call by `key`)."""
     _: KW_ONLY
     key: str = ""
     """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
+    interrupt: InterruptBehaviour = "cancel"
+    """``"cancel"`` (stopped at once) or ``"block"`` (runs to its end): its tool's `Interrupt`."""
     at: float = field(default_factory=_now)
     """anyio time of the event."""
 
@@ -208,7 +231,8 @@ class PermissionAnswered:
     when an "always" given while this call waited covered it; ``failed`` when
     the handler raised or answered something else; ``cancelled`` when the wait
     was cut (the run interrupted or stopped, a run deadline, the call
-    cancelled): the call is then answered "not run"."""
+    cancelled): the call is then answered "not run"; ``suspended`` when nobody
+    could answer and the run suspends to wait for a person (`RunSuspended`)."""
     _: KW_ONLY
     key: str = ""
     """The call's `ToolCall.key` (empty for a call made outside the agent loop)."""
@@ -308,7 +332,9 @@ class CompactBoundary:
     """Message count after compaction."""
     _: KW_ONLY
     reason: str = "auto"
-    """Why: ``"auto"``, ``"prompt_too_long"`` or ``"manual"``."""
+    """Why: ``"auto"``, ``"prompt_too_long"``, ``"context_guard"`` (a request that
+    would not fit was shrunk before it was sent), ``"micro_compaction"`` (old tool
+    results cleared to stubs) or ``"manual"``."""
     at: float = field(default_factory=_now)
     """anyio time of the event."""
 
@@ -386,7 +412,8 @@ class TranscriptReplaced:
     messages: tuple[Message, ...]
     """The whole new transcript."""
     reason: str
-    """Why: ``"auto"`` or ``"prompt_too_long"`` (as in `CompactBoundary`)."""
+    """Why: as in `CompactBoundary` (``"auto"``, ``"prompt_too_long"``,
+    ``"context_guard"``, ``"micro_compaction"``)."""
     _: KW_ONLY
     at: float = field(default_factory=_now)
     """anyio time of the event."""
@@ -422,6 +449,56 @@ class ReadStateChanged:
     """anyio time of the event."""
 
 
+@dataclass(frozen=True, slots=True)
+class PendingApproval:
+    """A tool call that waits for a person's decision (a suspended run's `RunResult.pending`).
+
+    Decide it by `key` (``Agent.resume(suspension, {key: "allow" | "deny" | "always"})``,
+    or ``toolweave resume ID --approve KEY``).
+    """
+
+    key: str
+    """The call's key (`ToolCall.ref`: its place in the run, unique where ids repeat)."""
+    call_id: str
+    """The provider's id of the call."""
+    tool: str
+    """The tool's name."""
+    input: Mapping[str, Any]
+    """The call's input as the model sent it (PreToolUse hooks run on it again on resume)."""
+    reason: str
+    """Why it asks (the permission decision's reason)."""
+    _: KW_ONLY
+    rules: tuple[str, ...] = ()
+    """Allow rules that would let such calls run without asking (none when only a
+    person can: an ask rule, a hook, a shell command the tool names itself)."""
+    source: str = ""
+    """What asked: ``"mode"``, ``"rule"``, ``"hook"`` or ``"tool"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSuspended:
+    """The run stops to wait for decisions on `pending` (right before `RunFinished`).
+
+    What the session store keeps so another process can resume: the calls that
+    wait, in call order, the iteration they belong to, and the "always" approvals
+    given so far in the session (each a ``(tool, subject)`` pair, subject None = any).
+    Calls of the batch that finished keep their results (their `ToolResultReady`);
+    calls that wait (these) or never started are reported by no `ToolResultReady`.
+    """
+
+    pending: tuple[PendingApproval, ...]
+    """What waits, in call order."""
+    _: KW_ONLY
+    iteration: int = 0
+    """The iteration whose batch is suspended."""
+    always: tuple[tuple[str, str | None], ...] = ()
+    """The session's "always" approvals so far."""
+    held: tuple[str, ...] = ()
+    """Keys of calls of the batch that had not started when it suspended (they run on resume)."""
+    at: float = field(default_factory=_now)
+    """anyio time of the event."""
+
+
 Event: TypeAlias = (
     RunStarted
     | IterationStarted
@@ -440,6 +517,7 @@ Event: TypeAlias = (
     | CompactBoundary
     | LoopTransition
     | Warning
+    | RunSuspended
     | RunFinished
     | MessageAppended
     | TranscriptReplaced

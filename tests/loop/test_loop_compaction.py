@@ -159,15 +159,15 @@ async def test_prompt_too_long_drops_old_rounds_when_compaction_fails() -> None:
     assert "dropped the oldest messages" in transition.detail
 
 
-async def test_prompt_too_long_twice_is_an_error() -> None:
+async def test_prompt_too_long_twice_ends_as_context_window_exceeded() -> None:
     model = scripted(
         PromptTooLongError("too long"), say("SUMMARY"), PromptTooLongError("still")
     )
     agent = Agent(model, [add], config=config(compaction_keep_recent=2))
     events = [e async for e in agent.run_stream("go on", history=history(3))]
     done = finished(events)
-    assert done.reason is CompletionReason.ERROR
-    assert "even after shrinking" in done.detail
+    assert done.reason is CompletionReason.CONTEXT_WINDOW_EXCEEDED
+    assert "even after shrinking" in done.detail and "still" in done.detail
 
 
 def test_drop_oldest_rounds_keeps_pairs_and_the_first_message() -> None:

@@ -86,6 +86,15 @@ ModeOpt = Annotated[
         " denied unless the mode allows the call.",
     ),
 ]
+OnAskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--on-ask",
+        help="With nobody to ask (no terminal): deny (default) or suspend the session"
+        " until `toolweave resume ID --approve KEY` / `--deny KEY` (exit status 3).",
+    ),
+]
+KeysOpt = Annotated[list[str] | None, typer.Option(metavar="KEY")]
 SandboxOpt = Annotated[
     str | None,
     typer.Option(
@@ -137,6 +146,7 @@ def _options(
     stream: bool | None = None,
     sandbox: str | None = None,
     audit: str | None = None,
+    on_ask: str | None = None,
 ) -> RunOptions:
     if mode is not None and mode not in ("default", "accept_edits", "bypass", "plan"):
         raise ConfigError(
@@ -144,6 +154,8 @@ def _options(
         )
     if audit is not None and audit not in ("off", "warn", "enforce"):
         raise ConfigError(f"--audit must be off, warn or enforce, not {audit!r}")
+    if on_ask is not None and on_ask not in ("deny", "suspend"):
+        raise ConfigError(f"--on-ask must be deny or suspend, not {on_ask!r}")
     return RunOptions(
         cwd=Path.cwd(),
         model=model,
@@ -154,6 +166,7 @@ def _options(
         permission_mode=mode,
         sandbox=sandbox,
         audit=audit,
+        on_ask=on_ask,
         scripted=scripted,
     )
 
@@ -172,6 +185,7 @@ def run(
     stream: StreamOpt = None,
     sandbox: SandboxOpt = None,
     audit: AuditOpt = None,
+    on_ask: OnAskOpt = None,
 ) -> None:
     """Run a coding agent on TASK over the current directory, live.
 
@@ -190,10 +204,28 @@ def run(
                 stream,
                 sandbox=sandbox,
                 audit=audit,
+                on_ask=on_ask,
             ),
             task,
         )
     raise typer.Exit(code)
+
+
+def _decisions(
+    approve: list[str], approve_always: list[str], deny: list[str]
+) -> dict[str, str]:
+    """The decisions by call key; a key given two answers is an error."""
+    decisions: dict[str, str] = {}
+    for keys, answer in (
+        (approve, "allow"),
+        (approve_always, "always"),
+        (deny, "deny"),
+    ):
+        for key in keys:
+            if decisions.get(key, answer) != answer:
+                raise UsageError(f"call {key} was given two different decisions")
+            decisions[key] = answer
+    return decisions
 
 
 @contextmanager
@@ -225,8 +257,17 @@ def resume(
     stream: StreamOpt = None,
     sandbox: SandboxOpt = None,
     audit: AuditOpt = None,
+    on_ask: OnAskOpt = None,
+    approve: KeysOpt = None,
+    approve_always: KeysOpt = None,
+    deny: KeysOpt = None,
 ) -> None:
-    """Continue a stored session. Calls cut off by a crash are never re-run."""
+    """Continue a stored session. Calls cut off by a crash are never re-run.
+
+    A suspended session continues once every waiting call (`toolweave show ID`
+    lists their keys) is decided: --approve KEY, --approve-always KEY (also
+    approves such calls for the rest of the session) or --deny KEY.
+    """
     with _session_errors():
         options = _options(
             model,
@@ -238,8 +279,10 @@ def resume(
             stream,
             sandbox=sandbox,
             audit=audit,
+            on_ask=on_ask,
         )
-        code = resume_session(options, session, prompt)
+        decisions = _decisions(approve or [], approve_always or [], deny or [])
+        code = resume_session(options, session, prompt, decisions)
     raise typer.Exit(code)
 
 

@@ -130,6 +130,7 @@ def agent_config(
         permissions=rules if rules else None,
         permission_mode=PermissionMode(mode or perms.mode),
         ask=ask,
+        on_ask=perms.on_ask,
         hooks=hooks,
         workspace=workspace,
         results_dir=results_dir,

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
 import anyio
 
 from .._exceptions import StoreError
-from ..events import CompletionReason, RunFinished
-from ..loop import Agent
+from ..events import CompletionReason, RunFinished, RunSuspended
+from ..loop import Agent, AgentRun
 from ..messages import Message
-from ..sessions import SessionRecorder
+from ..sessions import SessionRecorder, Suspension
 from ._output import RunOutput
 from ._signals import INTERRUPT_NOTE, Stops, StopWatch
 
 __all__ = [
     "INTERRUPT_NOTE",
+    "SUSPENDED_EXIT",
     "DriveResult",
     "drive_run",
     "exit_code",
@@ -36,10 +38,16 @@ class DriveResult:
     """The signals (or the closed output) that stopped it from outside."""
     store_failure: StoreError | None = None
     """Why the session store could not record the run (all of it), if it could not."""
+    suspended: RunSuspended | None = None
+    """What waits for a person's decision, if the run suspended."""
+
+
+SUSPENDED_EXIT = 3
+"""The exit status of a run that suspended for a person's decision (not a failure)."""
 
 
 def exit_code(result: DriveResult) -> int:
-    """The exit status: 0 completed, 128 + the signal or 141 stopped, else 1.
+    """The exit status: 0 completed, 3 suspended, 128 + the signal or 141 stopped, else 1.
 
     130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP; 141 when the output was closed
     (see `Stops.exit_code`). A run the store could not record whole is not a
@@ -47,6 +55,13 @@ def exit_code(result: DriveResult) -> int:
     """
     finished = result.finished
     reason = None if finished is None else finished.reason
+    if (
+        reason is CompletionReason.SUSPENDED
+        and result.store_failure is None
+        and not result.stops.quit
+        and result.stops.signal is None
+    ):
+        return SUSPENDED_EXIT
     return result.stops.exit_code(
         completed=reason is CompletionReason.COMPLETED and result.store_failure is None,
         interrupted=finished is None or reason is CompletionReason.INTERRUPTED,
@@ -77,6 +92,19 @@ def _abandoner(
     return abandon
 
 
+def _opened(
+    agent: Agent,
+    prompt: str,
+    history: Sequence[Message],
+    recorder: SessionRecorder | None,
+    resume: tuple[Suspension, Mapping[str, str]] | None,
+) -> AbstractAsyncContextManager[AgentRun]:
+    """The run to drive: a new one, or a suspended one resumed with decisions."""
+    if resume is None:
+        return agent.open_run(prompt, history=history, recorder=recorder)
+    return agent.open_resume(*resume, recorder=recorder)
+
+
 async def drive_run(
     agent: Agent,
     prompt: str,
@@ -86,6 +114,7 @@ async def drive_run(
     output: RunOutput,
     handle_signals: bool = False,
     stops: StopWatch | None = None,
+    resume: tuple[Suspension, Mapping[str, str]] | None = None,
 ) -> DriveResult:
     """Run `agent` on `prompt`, recording and showing every event. A checkpoint.
 
@@ -101,6 +130,9 @@ async def drive_run(
     SIGTERM or SIGHUP interrupts the run and a second signal quits; so does
     stdout going away. A quit run is recorded as abandoned where it stood.
 
+    `resume`: a suspended run and the decisions to continue it with (then
+    `prompt` and `history` are not used: `Agent.open_resume`).
+
     Raises:
         SessionBusyError: another live owner holds the session (nothing ran).
         StoreError: the store could not be opened for the run (nothing ran).
@@ -108,13 +140,11 @@ async def drive_run(
     own = StopWatch(output) if stops is None and handle_signals else None
     watch = stops or own
     abandon = _abandoner(recorder, output)
-    finished: RunFinished | None = None
+    ends: list[RunFinished | RunSuspended] = []
     noted = False
     with anyio.CancelScope() as outer:
-        async with (
-            agent.open_run(prompt, history=history, recorder=recorder) as run,
-            anyio.create_task_group() as tg,
-        ):
+        opened = _opened(agent, prompt, history, recorder, resume)
+        async with opened as run, anyio.create_task_group() as tg:
             if own is not None:
                 await tg.start(own.serve)
             detach = (
@@ -132,8 +162,8 @@ async def drive_run(
                                 noted = True
                                 output.note(store_failure_note(recorder.failure))
                         output.handle(event)
-                        if isinstance(event, RunFinished):
-                            finished = event
+                        if isinstance(event, RunFinished | RunSuspended):
+                            ends.append(event)
             finally:
                 if detach is not None:
                     detach()
@@ -143,6 +173,8 @@ async def drive_run(
                 if close is not None:
                     await close()
             tg.cancel_scope.cancel()
+    finished = next((e for e in ends if isinstance(e, RunFinished)), None)
+    suspended = next((e for e in ends if isinstance(e, RunSuspended)), None)
     if finished is None and abandon is not None:
         abandon()  # idempotent: a quit already recorded it
     failure = recorder.failure if recorder is not None else None
@@ -152,4 +184,10 @@ async def drive_run(
             " not hold all of it; resume answers what it lacks as outcome unknown."
         )
     ended = Stops() if watch is None else watch.stops
-    return DriveResult(finished, quit=ended.quit, stops=ended, store_failure=failure)
+    return DriveResult(
+        finished,
+        quit=ended.quit,
+        stops=ended,
+        store_failure=failure,
+        suspended=suspended,
+    )

@@ -139,4 +139,7 @@ def render_turn(
         if all(r.result is not None for r in turn.rows.values()) and len(turn.rows) > 1:
             parts.append(render_stats(turn.stats()))
     parts.extend(Text(f"! {note}", style="yellow") for note in turn.notes)
+    hint = turn.interrupt_hint() if live else None
+    if hint is not None:  # only while it can still be acted on
+        parts.append(Text(hint, style="dim"))
     return Group(*parts)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from .._exceptions import StoreError, UsageError
 from ..events import CompletionReason, FileRead
-from ..loop import NO_MODEL_REACHED, Agent, build_shell_hooks
+from ..loop import NO_MODEL_REACHED, Agent, build_shell_hooks, check_decisions
 from ..messages import Message
 from ..models import Model
 from ..sessions import (
@@ -22,6 +22,7 @@ from ..sessions import (
     SessionLease,
     SessionRecorder,
     SQLiteSessionStore,
+    Suspension,
     prepare_resume,
     results_dir_beside,
 )
@@ -70,6 +71,8 @@ class RunOptions:
     """``--sandbox``: overrides ``[sandbox] mode``."""
     audit: str | None = None
     """None: as the settings say (default: off)."""
+    on_ask: str | None = None
+    """``--on-ask``: overrides ``[permissions] on_ask`` (deny / suspend)."""
     scripted: Path | None = None
     interactive: bool | None = None
     """None: ask at the terminal only if stdin is one."""
@@ -83,6 +86,7 @@ class RunOptions:
             "store": self.store,
             "sandbox": {"mode": self.sandbox},
             "audit": self.audit,
+            "permissions": {"on_ask": self.on_ask},
         }
 
 
@@ -134,6 +138,10 @@ class _Launch:
     """What a resumed session had read (restored so read-before-edit knows it)."""
     lease: SessionLease | None = None
     """A resumed session's lease (from `prepare_resume`), held for its run."""
+    suspension: Suspension | None = None
+    """A suspended session's state, resumed with `decisions`."""
+    decisions: Mapping[str, str] = field(default_factory=dict)
+    """By call key: allow / deny / always."""
 
 
 def _model(options: RunOptions, loaded: LoadedSettings) -> tuple[Model, str]:
@@ -245,6 +253,9 @@ async def _launched(
         )
     else:
         _header(console, launch)
+    resume = (
+        None if launch.suspension is None else (launch.suspension, launch.decisions)
+    )
     return await drive_run(
         agent,
         launch.prompt,
@@ -252,6 +263,7 @@ async def _launched(
         recorder=recorder,
         output=output,
         stops=watch,
+        resume=resume,
     )
 
 
@@ -286,6 +298,17 @@ def _epilogue(console: Console, launch: _Launch, result: DriveResult) -> None:
     for command in ("show", "timeline", "resume"):
         console.print(
             f"[dim]  toolweave {command} {sid}{escape(store)}[/]", soft_wrap=True
+        )
+    if result.suspended is not None:
+        for item in result.suspended.pending:
+            console.print(
+                f"[yellow]  waits: {item.key} {escape(item.tool)} · {escape(item.reason)}[/]",
+                soft_wrap=True,
+            )
+        console.print(
+            f"[dim]  decide: toolweave resume {sid}{escape(store)} --approve KEY"
+            " | --approve-always KEY | --deny KEY[/]",
+            soft_wrap=True,
         )
 
 
@@ -404,13 +427,21 @@ def start_session(options: RunOptions, prompt: str) -> int:
     return _finish(launch)
 
 
-def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> int:
-    """`toolweave resume ID [PROMPT]`: continue a stored session. Blocks.
+def resume_session(
+    options: RunOptions,
+    session_id: str,
+    prompt: str | None,
+    decisions: Mapping[str, str] | None = None,
+) -> int:
+    """`toolweave resume ID [PROMPT] [--approve KEY ...]`: continue a stored session. Blocks.
 
     Calls a dead process left running are answered "interrupted, outcome
     unknown", never run again (see `prepare_resume`). The session's model is
     used unless one is given or configured. The session's lease is taken
     first: a session another live process runs is refused (exit 2, naming it).
+    A suspended session needs a decision for every call that waits
+    (`decisions`, by key); decisions for a session that does not wait (it was
+    resumed already) are refused, and nothing runs.
     """
     store = open_store(
         load_settings(options.cwd, overrides=options.overrides()).settings.store,
@@ -425,8 +456,18 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
         loaded, model, spec = _prepare(
             options, workspace, fallback, _stored_base_url(stored)
         )
+        if decisions and stored.status != "suspended":
+            _check_decisions(stored, None, decisions)  # refused: nothing waits
         plan = prepare_resume(store, stored.id, prompt=prompt)
     except BaseException:
+        store.close()
+        raise
+    try:
+        _check_decisions(plan.session, plan.suspension, decisions or {})
+    except BaseException:
+        if plan.lease is not None:
+            with suppress(StoreError):
+                plan.lease.release()
         store.close()
         raise
     if plan.lease is not None:
@@ -445,8 +486,34 @@ def resume_session(options: RunOptions, session_id: str, prompt: str | None) -> 
         history=plan.history,
         read_files=plan.read_files,
         lease=plan.lease,
+        suspension=plan.suspension,
+        decisions=dict(decisions or {}),
     )
     return _finish(launch)
+
+
+def _check_decisions(
+    session: SessionInfo, suspension: Suspension | None, decisions: Mapping[str, str]
+) -> None:
+    """Refuse decisions for a session that does not wait, or a wait left undecided."""
+    sid = session.id[:12]
+    if suspension is None:
+        if decisions:
+            raise UsageError(
+                f"session {sid} is not waiting for a decision (it is {session.status}:"
+                " resumed already, or it never suspended); nothing was run"
+            )
+        return
+    if not decisions:
+        waiting = "; ".join(
+            f"{p.key} {p.tool} ({p.reason})" for p in suspension.pending
+        )
+        raise UsageError(
+            f"session {sid} waits for a decision on: {waiting}. Resume it with"
+            f" --approve KEY, --approve-always KEY or --deny KEY for each"
+            f" (toolweave show {sid} lists them)"
+        )
+    check_decisions(suspension, decisions)
 
 
 def _stored_base_url(session: SessionInfo) -> str | None:

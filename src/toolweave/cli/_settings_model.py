@@ -45,6 +45,9 @@ class PermissionSettings(BaseModel):
     model_config = _STRICT
 
     mode: Literal["default", "accept_edits", "bypass", "plan"] = "default"
+    on_ask: Literal["deny", "suspend"] = "deny"
+    """With nobody to ask (no terminal): deny the call, or suspend the session
+    until ``toolweave resume ID --approve KEY`` / ``--deny KEY``."""
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()

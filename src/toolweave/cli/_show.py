@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -19,6 +20,7 @@ from ..sessions import (
     SessionInfo,
     SessionStore,
     owner_alive,
+    suspension_from_store,
 )
 from ._audit_view import MARKER, stored_violations, violation_line
 from ._turns import call_label
@@ -30,6 +32,7 @@ _STATUS_STYLES = {
     "running": "yellow",
     "crashed": "bold red",
     "error": "red",
+    "suspended": "bold yellow",
 }
 _PREVIEW_LINES = 6
 
@@ -209,6 +212,39 @@ def render_transcript(
         yield from _message(message, lost, full)
     yield from _ran_from_discarded(store, session.id)
     yield from _violations(store, session.id)
+    yield from _waiting(store, session)
     yield Text(
         f"status: {session.status}", style=_STATUS_STYLES.get(session.status, "bold")
     )
+
+
+def _waiting(store: SessionStore, session: SessionInfo) -> Iterator[RenderableType]:
+    """What a suspended session waits for: each call, its input, why, and how to decide."""
+    suspension = suspension_from_store(store, session.id, store.messages(session.id))
+    if suspension is None:
+        return
+    lines = [f"waiting for a decision ({len(suspension.pending)}):"]
+    for item in suspension.pending:
+        shown = json.dumps(dict(item.input), ensure_ascii=False, default=str)
+        if len(shown) > 300:
+            shown = shown[:300] + "…"
+        lines.append(f"  {item.key}  {item.tool} {shown}")
+        lines.append(f"      why: {item.reason}")
+        if item.rules:
+            allow = ", ".join(json.dumps(r) for r in item.rules)
+            lines.append(
+                f"      allowed without asking by: permissions.allow = [{allow}]"
+            )
+    held = [
+        c.ref
+        for c in suspension.waiting
+        if c.ref not in {p.key for p in suspension.pending}
+    ]
+    if held:
+        lines.append(f"  held behind them, not started: {', '.join(held)}")
+    sid = session.id[:12]
+    lines.append(
+        f"  decide: toolweave resume {sid} --approve KEY | --approve-always KEY"
+        " | --deny KEY (one per waiting call)"
+    )
+    yield Text("\n".join(lines), style="yellow")

@@ -9,6 +9,7 @@ from typing import Any, final
 from ..events import (
     DeclarationViolation,
     Event,
+    InterruptBehaviour,
     IterationStarted,
     ModelCallFinished,
     ModelCallStarted,
@@ -50,6 +51,8 @@ class CallRow:
     start: float | None = None
     end: float | None = None
     result: ToolResult | None = None
+    interrupt: InterruptBehaviour | None = None
+    """What an interrupt does to it while it runs (from its `ToolRunning`)."""
     violations: list[DeclarationViolation] = field(default_factory=list)
     """What the declaration audit reported for this call."""
     waits: list[tuple[float, float]] = field(default_factory=list)
@@ -82,9 +85,40 @@ class Turn:
     rows: dict[str, CallRow] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    def interrupt_hint(self) -> str | None:
+        """What Ctrl-C would do now to this turn's calls, in words; None when none runs.
+
+        From each running call's `ToolRunning.interrupt`: CANCEL calls are stopped
+        at once, BLOCK calls run to their end (their real result kept); calls
+        still waiting never start. A second Ctrl-C quits at once and kills what
+        is left (its effects then unknown).
+        """
+        rows = list(self.rows.values())
+        running = [r for r in rows if r.start is not None and r.result is None]
+        if not running:
+            return None
+        waiting = sum(r.start is None and r.result is None for r in rows)
+        blocking = [r for r in running if r.interrupt == "block"]
+        cancelled = len(running) - len(blocking)
+        later = f"; {_calls(waiting)} waiting will not start" if waiting else ""
+        if not blocking:
+            return f"Ctrl-C stops now: {_calls(cancelled)} running cancelled{later}"
+        names = ", ".join(call_label(r.call, 28) for r in blocking[:3])
+        more = f" and {len(blocking) - 3} more" if len(blocking) > 3 else ""
+        first = f"{_calls(cancelled)} cancelled now, " if cancelled else ""
+        return (
+            f"Ctrl-C: {first}{_calls(len(blocking))} run to their end first"
+            f" ({names}{more}){later}; press it twice to quit at once (they are"
+            " killed, their effects unknown)"
+        )
+
     def stats(self) -> BatchStats:
         """Makespan, serial and lower bound of the batch."""
         return batch_stats([row.span() for row in self.rows.values()])
+
+
+def _calls(n: int) -> str:
+    return f"{n} call" if n == 1 else f"{n} calls"
 
 
 @final
@@ -158,6 +192,7 @@ class TurnTracker:
             ref = event.key or event.call_id
             if ref in turn.rows:
                 turn.rows[ref].start = event.at
+                turn.rows[ref].interrupt = event.interrupt
         elif isinstance(event, ToolResultReady):
             row = self._row(event.call)
             row.end, row.result = event.at, event.result

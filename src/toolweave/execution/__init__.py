@@ -34,6 +34,7 @@ from ._hooks import StopHook as StopHook
 from ._hooks import StopInput as StopInput
 from ._output import ToolOutput as ToolOutput
 from ._persist import make_preview as make_preview
+from ._persist import save_result as save_result
 from ._rules import PermissionRule as PermissionRule
 from ._rules import PermissionRules as PermissionRules
 from ._rules import RuleVerdict as RuleVerdict
@@ -49,6 +50,8 @@ from ._runner_options import RunnerKeywords as RunnerKeywords
 from ._runner_options import RunnerOptions as RunnerOptions
 from ._runner_options import StartBarrier as StartBarrier
 from ._signals import BatchSignals as BatchSignals
+from ._suspend import Decision as Decision
+from ._suspend import SuspendPoint as SuspendPoint
 
 __all__ = [
     "AskAnswer",
@@ -56,6 +59,7 @@ __all__ = [
     "AuditMode",
     "BatchSignals",
     "CallKind",
+    "Decision",
     "ExecutionConfig",
     "HookPermission",
     "HookVerdict",
@@ -86,6 +90,7 @@ __all__ = [
     "StopDecision",
     "StopHook",
     "StopInput",
+    "SuspendPoint",
     "ToolOutput",
     "ToolRunner",
     "audit_mode_here",
@@ -95,4 +100,5 @@ __all__ = [
     "decide_permission",
     "make_preview",
     "outside_audit",
+    "save_result",
 ]

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import PurePath
-from typing import Literal, TypeAlias
+from typing import Literal, NoReturn, TypeAlias
 
 import anyio
 
 from ..events import Event, PermissionAnswered, PermissionAsked
 from ..messages import ToolCall
 from ..scheduling import InterruptToken
-from ..tools import PermissionCheck, SessionState, Tool, ToolContext
-from ..tools.builtin import ShellCommand
+from ..tools import Access, PermissionCheck, SessionState, Tool, ToolContext
+from ._asked import (
+    ALWAYS_KEY,
+    Asked,
+    not_asked,
+    pending_approval,
+    suspended_answer,
+    unattended_denial,
+)
 from ._decision import (
     CallKind,
     HookVerdict,
-    PermissionDecision,
     PermissionMode,
     classify_call,
     decide_permission,
@@ -27,6 +30,7 @@ from ._decision import (
 from ._execute import emit_safely
 from ._rules import PermissionRules
 from ._signals import CallFailed
+from ._suspend import SuspendPoint
 
 __all__ = ["AskAnswer", "AskHandler", "PermissionGate"]
 
@@ -38,93 +42,19 @@ AskHandler: TypeAlias = Callable[[ToolCall, str], Awaitable[AskAnswer]]
 """``async (call, reason) -> "allow" | "deny" | "always"``."""
 
 _PASSTHROUGH = PermissionCheck()
-_ALWAYS_KEY: TypeAlias = tuple[str, str | None]
 
 
-@dataclass(frozen=True, slots=True)
-class _Asked:
-    """An ask decision and what is needed to resolve it or explain a denial."""
-
-    decision: PermissionDecision
-    check: PermissionCheck
-    kind: CallKind
-    tool: str
-    subject: str | PurePath | None
-
-    def key(self) -> _ALWAYS_KEY:
-        """What an "always" answer approves: the tool's rules, else tool + subject."""
-        if self.decision.source == "tool" and self.check.rules:
-            return ("", "\n".join(self.check.rules))
-        return (self.tool, None if self.subject is None else str(self.subject))
-
-
-def _suggested_rules(asked: _Asked) -> tuple[str, ...]:
-    """The tool's rules, else one naming the tool and its subject.
-
-    A shell command gets none of its own making: a bash rule matches the
-    commands inside the input, which only the tool can name.
-    """
-    if asked.check.rules:
-        return asked.check.rules
-    subject = asked.subject
-    if subject is None:
-        return (asked.tool,)
-    if isinstance(subject, ShellCommand):
-        return ()
-    if isinstance(subject, PurePath):
-        return (f"{asked.tool}(/{subject.as_posix()})",)
-    return (f"{asked.tool}({subject})",)
-
-
-def _unattended_denial(asked: _Asked) -> str:
-    """Why an ask was denied with nobody to ask, and which setting would allow it.
-
-    The settings are named both as the CLI and toolweave.toml spell them and as
-    the library does, since this text reaches both kinds of user.
-    """
-    decision = asked.decision
-    head = (
-        f"Permission denied: approval is required ({decision.reason}), and there"
-        " is no one to ask (no terminal, no ask handler)."
+def _edits_files(access: Access | None) -> bool:
+    """True if `access` writes files only (an edit accept_edits could judge)."""
+    return (
+        access is not None
+        and bool(access.writes)
+        and all(k.startswith("fs:/") for k in access.writes)
     )
-    if decision.source == "rule":
-        return (
-            f"{head} An ask rule always asks: remove it from permissions.ask to"
-            " run such calls unattended."
-        )
-    if decision.source == "hook":
-        return f"{head} A PreToolUse hook asked; only that hook can allow it."
-    rules = ", ".join(json.dumps(r) for r in _suggested_rules(asked))
-    ways = []
-    if rules:
-        ways.append(
-            f"the allow rule permissions.allow = [{rules}] (toolweave.toml, or"
-            " AgentConfig(permissions=PermissionRules(allow=[...])))"
-        )
-    if asked.kind is CallKind.EDIT:
-        ways.append(
-            '--permission-mode accept_edits (mode = "accept_edits" in'
-            " toolweave.toml, or AgentConfig(permission_mode=PermissionMode.ACCEPT_EDITS))"
-        )
-    if not ways:
-        return (
-            f"{head} No allow rule can cover it; approve it at a terminal, or use"
-            " --permission-mode bypass (AgentConfig(permission_mode=...))."
-        )
-    return f"{head} To allow it without asking, use " + ", or ".join(ways) + "."
 
 
 def _has_own_check(tool: Tool) -> bool:
     return type(tool).check_permissions is not Tool.check_permissions
-
-
-def _not_asked(tool: str) -> CallFailed:
-    """The answer to a call whose wait for permission was cut: it never started."""
-    return CallFailed(
-        "Not run: the run was stopped while this call waited for permission."
-        f" The tool {tool!r} was never started.",
-        synthetic=True,
-    )
 
 
 _COVERED = object()
@@ -157,6 +87,12 @@ class PermissionGate:
     `PermissionAnswered` however the wait ends (answer, failure, halt,
     cancel), so timings can show the wait as the user's and leave it out.
     A call reaching the stage after the halt is answered without either.
+
+    `suspend` (the run's `SuspendPoint`): a call its resume decided is answered
+    by that decision instead of asking; with no ask handler and the point
+    enabled, an ask makes the call pending (`PermissionAnswered` says
+    ``"suspended"``) instead of denied. Its "always" approvals are the gate's
+    from the start.
     """
 
     def __init__(
@@ -168,15 +104,17 @@ class PermissionGate:
         *,
         on_event: Callable[[Event], None] | None = None,
         halt: InterruptToken | None = None,
+        suspend: SuspendPoint | None = None,
     ) -> None:
         self._on_event = on_event
+        self._suspend = suspend
         self._rules = rules
         self._mode = mode
         self._open = not rules and mode is PermissionMode.DEFAULT
         self._ask = ask
         self._state = state
         self._halt = halt
-        self._always: set[_ALWAYS_KEY] = set()
+        self._always: set[ALWAYS_KEY] = set(suspend.always if suspend else ())
         self._lock: anyio.Lock | None = None
 
     @property
@@ -188,6 +126,11 @@ class PermissionGate:
     def rules(self, rules: PermissionRules | None) -> None:
         self._rules = rules
         self._open = not rules and self._mode is PermissionMode.DEFAULT
+
+    @property
+    def always(self) -> tuple[ALWAYS_KEY, ...]:
+        """The "always" approvals given so far (what a suspension carries on), sorted."""
+        return tuple(sorted(self._always, key=lambda k: (k[0], k[1] or "")))
 
     @property
     def mode(self) -> PermissionMode:
@@ -236,31 +179,48 @@ class PermissionGate:
             if self.rules
             else None
         )
-        kind = CallKind.OTHER
-        if self.mode is not PermissionMode.BYPASS:
-            kind = classify_call(tool.access_for(args), workspace)
+        kind, unjudged = self._kind(tool, args)
         decision = decide_permission(
             rule=rule, hook=verdict, check=check, mode=self.mode, kind=kind
         )
         if decision.behavior == "deny":
             raise CallFailed(f"Permission denied: {decision.reason}")
         if decision.behavior == "ask":
-            asked = _Asked(decision, check, kind, tool.name, subject)
+            asked = Asked(decision, check, kind, tool.name, subject, unjudged)
             await self._resolve_ask(call, asked)
+
+    def _kind(self, tool: Tool, args: dict[str, object]) -> tuple[CallKind, bool]:
+        """What the call is to the mode, and whether accept_edits lacks a workspace for it."""
+        if self.mode is PermissionMode.BYPASS:
+            return CallKind.OTHER, False
+        workspace = self._state.workspace
+        access = tool.access_for(args)
+        unjudged = (
+            self.mode is PermissionMode.ACCEPT_EDITS
+            and workspace is None
+            and _edits_files(access)
+        )
+        return classify_call(access, workspace), unjudged
 
     def _emit(self, event: Event) -> None:
         if self._on_event is not None:
             emit_safely(self._on_event, event)
 
-    async def _resolve_ask(self, call: ToolCall, asked: _Asked) -> None:
+    async def _resolve_ask(self, call: ToolCall, asked: Asked) -> None:
         """Ask (one question at a time); the wait is told by PermissionAsked/Answered."""
         key = asked.key()
+        point = self._suspend
+        # a person's decision on this very call wins over an "always" on another
+        if point is not None and self._decided(point, call, asked, key):
+            return
         if key in self._always:
             return
         if self._ask is None:
-            raise CallFailed(_unattended_denial(asked))
+            if point is None or not point.enabled:
+                raise CallFailed(unattended_denial(asked))
+            await self._wait_for_a_person(point, call, asked)
         if self._halt is not None and self._halt.is_set():
-            raise _not_asked(asked.tool)  # nothing is asked once the run stopped
+            raise not_asked(asked.tool)  # nothing is asked once the run stopped
         self._emit(
             PermissionAsked(call.id, asked.tool, asked.decision.reason, key=call.key)
         )
@@ -275,7 +235,44 @@ class PermissionGate:
             self._emit(PermissionAnswered(call.id, told, key=call.key))
         self._apply(answer, key, asked)
 
-    def _apply(self, answer: object, key: _ALWAYS_KEY, asked: _Asked) -> None:
+    async def _wait_for_a_person(
+        self, point: SuspendPoint, call: ToolCall, asked: Asked
+    ) -> NoReturn:
+        """Make the call pending until the batch suspends; raise its placeholder answer.
+
+        Cut while it waits (the halt, or the call cancelled), it is answered
+        "not run" instead and waits no more.
+        """
+        if self._halt is not None and self._halt.is_set():
+            raise not_asked(asked.tool)
+        self._emit(
+            PermissionAsked(call.id, asked.tool, asked.decision.reason, key=call.key)
+        )
+        suspended = await point.wait(pending_approval(call, asked), self._halt)
+        told = "suspended" if suspended else "cancelled"
+        self._emit(PermissionAnswered(call.id, told, key=call.key))
+        raise suspended_answer(asked.tool) if suspended else not_asked(asked.tool)
+
+    def _decided(
+        self, point: SuspendPoint, call: ToolCall, asked: Asked, key: ALWAYS_KEY
+    ) -> bool:
+        """Answer the ask with the resume's decision for `call`; False if none was given.
+
+        Raises `CallFailed` for a denial (and "not run" once the run halted).
+        """
+        decision = point.decision(call)
+        if decision is None:
+            return False
+        if self._halt is not None and self._halt.is_set():
+            raise not_asked(asked.tool)
+        self._emit(
+            PermissionAsked(call.id, asked.tool, asked.decision.reason, key=call.key)
+        )
+        self._emit(PermissionAnswered(call.id, decision, key=call.key))
+        self._apply(decision, key, asked)
+        return True
+
+    def _apply(self, answer: object, key: ALWAYS_KEY, asked: Asked) -> None:
         """Remember an "always"; raise `CallFailed` for anything but an approval."""
         if answer is _COVERED:
             return
@@ -287,7 +284,7 @@ class PermissionGate:
             raise CallFailed(f"Permission denied: the ask handler answered {answer!r}")
 
     async def _answer(
-        self, ask: AskHandler, call: ToolCall, asked: _Asked, key: _ALWAYS_KEY
+        self, ask: AskHandler, call: ToolCall, asked: Asked, key: ALWAYS_KEY
     ) -> object:
         """The ask handler's answer (`_COVERED` if an "always" came first); one ask at a time.
 
@@ -316,10 +313,10 @@ class PermissionGate:
                         ) from exc
             except anyio.get_cancelled_exc_class():
                 # The halt, or the call cancelled (or both): it never started.
-                raise _not_asked(asked.tool) from None
+                raise not_asked(asked.tool) from None
             finally:
                 if unsubscribe is not None:
                     unsubscribe()
         if waiting.cancel_called:  # halted, even if an answer came at the same time
-            raise _not_asked(asked.tool)
+            raise not_asked(asked.tool)
         return answer

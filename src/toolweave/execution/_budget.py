@@ -50,7 +50,7 @@ async def persist_if_large(
     if text is None or len(text) <= threshold:
         return result
     replacement, _ = await anyio.to_thread.run_sync(
-        replacement_text, results_dir, result.call_id, text, preview_chars
+        replacement_text, results_dir, result.call_id, text, preview_chars, key or ""
     )
     ledger.record(result.call_id if key is None else key, replacement)
     return dataclasses.replace(result, content=replacement)
@@ -101,7 +101,7 @@ def enforce_batch_budget(
         if text is None or len(text) <= preview_chars:
             continue
         replacement, _ = replacement_text(
-            results_dir, result.call_id, text, preview_chars
+            results_dir, result.call_id, text, preview_chars, refs[index]
         )
         if len(replacement) >= sizes[index]:
             continue

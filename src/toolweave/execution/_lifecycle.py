@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import final
+from typing import Literal, final
 
 import anyio
 
 from ..events import ToolRunning
 from ..events import Warning as WarningEvent
 from ..messages import ToolCall, ToolResult
-from ..tools import SessionState, Tool, ToolContext, ToolRegistry
+from ..tools import Interrupt, SessionState, Tool, ToolContext, ToolRegistry
 from ._answers import BARRIER_CUT, Answered, cut_before_start, mapped
 from ._audit import Auditor, unaudited
 from ._authorize import PermissionGate
@@ -54,6 +54,7 @@ class Lifecycle:
         "registry",
         "signals",
         "state",
+        "suspend",
         "threads_left",
         "timeouts",
     )
@@ -67,6 +68,7 @@ class Lifecycle:
         self.config = options.config
         self.deadline = options.deadline
         self.before_start = options.before_start
+        self.suspend = options.suspend
         self.on_event = on_event
         self.gate = PermissionGate(
             options.permissions,
@@ -75,6 +77,7 @@ class Lifecycle:
             state,
             on_event=on_event,
             halt=options.interrupt,
+            suspend=options.suspend,
         )
         self.auditor = Auditor(options.audit)
         # a listener's own I/O is not the audited tool's
@@ -95,10 +98,16 @@ class Lifecycle:
         reporter = ProgressReporter(call.id, self.progress_sink, key=call.key)
         return ToolContext(call, self.state, progress=reporter), reporter
 
-    def running(self, call: ToolCall) -> None:
-        """Tell listeners the call's tool starts now."""
+    def running(self, call: ToolCall, tool: Tool) -> None:
+        """Tell listeners the call's tool starts now, and what an interrupt would do to it."""
         if self.on_event is not None:
-            emit_safely(self.on_event, ToolRunning(call.id, key=call.key))
+            interrupt: Literal["block", "cancel"] = (
+                "block" if tool.interrupt is Interrupt.BLOCK else "cancel"
+            )
+            emit_safely(
+                self.on_event,
+                ToolRunning(call.id, key=call.key, interrupt=interrupt),
+            )
 
     def warn(self, message: str) -> None:
         """Give listeners a `Warning`."""

@@ -37,27 +37,42 @@ def make_preview(text: str, limit: int) -> str:
     return text[:cut] if cut != -1 else text[:limit]
 
 
-def result_path(results_dir: Path, call_id: str) -> Path:
-    """Where the full output of `call_id` is saved: ``tool-results/<id>.txt``.
-
-    Characters outside ``[A-Za-z0-9_.-]`` are replaced and a short hash added,
-    so an odd id can neither escape the directory nor collide with another.
-    """
-    safe = _UNSAFE.sub("_", call_id).lstrip(".") or "_"
-    if safe != call_id:
-        digest = hashlib.sha256(call_id.encode()).hexdigest()[:8]
+def _safe(name: str) -> str:
+    safe = _UNSAFE.sub("_", name).lstrip(".") or "_"
+    if safe != name:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         safe = f"{safe}-{digest}"
-    return results_dir / "tool-results" / f"{safe}.txt"
+    return safe
 
 
-def save_result(results_dir: Path, call_id: str, text: str) -> Path:
+def result_path(results_dir: Path, call_id: str, key: str = "") -> Path:
+    """Where the full output of a call is saved: ``tool-results/<id>@<key>.txt``.
+
+    `key` is the call's `ToolCall.key` (its position in the run): models repeat
+    ids, so a name from the id alone would go to whichever call finished first,
+    and a parallel batch would name its files differently from a serial one.
+    Without a key (a call made outside the agent loop) the name is
+    ``<id>.txt``. Characters outside ``[A-Za-z0-9_.-]`` are replaced and a
+    short hash added, so an odd id can neither escape the directory nor
+    collide with another.
+    """
+    name = (
+        _safe(call_id)
+        if not key or key == call_id
+        else f"{_safe(call_id)}@{_safe(key)}"
+    )
+    return results_dir / "tool-results" / f"{name}.txt"
+
+
+def save_result(results_dir: Path, call_id: str, text: str, key: str = "") -> Path:
     """Save `text` under a path of its own and return it. Blocking I/O.
 
-    The name comes from `call_id` (`result_path`); when that file exists (models
-    repeat ids: ``call_0`` in every turn, two calls with one id) the first free
-    ``<name>-2.txt``, ``-3`` … is taken. The name is reserved exclusively, so no
-    saved output is ever overwritten by a later call's, even from another
-    process sharing the directory.
+    The name comes from `call_id` and `key` (`result_path`); when that file
+    exists (an earlier run of the session numbered its calls alike, or a call
+    outside the loop repeated an id) the first free ``<name>-2.txt``, ``-3`` …
+    is taken. The name is reserved exclusively, so no saved output is ever
+    overwritten by a later call's, even from another process sharing the
+    directory.
 
     Atomic: the text is written to a temporary file beside it and renamed over
     the reservation once complete, so the path holds the whole output or
@@ -67,7 +82,7 @@ def save_result(results_dir: Path, call_id: str, text: str) -> Path:
     Raises:
         OSError: if the file cannot be written.
     """
-    first = result_path(results_dir, call_id)
+    first = result_path(results_dir, call_id, key)
     first.parent.mkdir(parents=True, exist_ok=True)
     path, n = first, 1
     while True:
@@ -114,7 +129,11 @@ def truncated_notice(text: str, preview_chars: int, why: str) -> str:
 
 
 def replacement_text(
-    results_dir: Path | None, call_id: str, text: str, preview_chars: int
+    results_dir: Path | None,
+    call_id: str,
+    text: str,
+    preview_chars: int,
+    key: str = "",
 ) -> tuple[str, bool]:
     """Save `text` and return ``(replacement, saved)``. Blocking I/O; never raises.
 
@@ -125,11 +144,9 @@ def replacement_text(
         why = "no results directory is configured"
         return truncated_notice(text, preview_chars, why), False
     try:
-        path = save_result(results_dir, call_id, text)
+        path = save_result(results_dir, call_id, text, key)
     except OSError as exc:
-        folder = result_path(
-            results_dir, call_id
-        ).parent  # no file of it was left there
+        folder = result_path(results_dir, call_id, key).parent  # no file left there
         why = f"saving it to {folder} failed ({exc})"
         return truncated_notice(text, preview_chars, why), False
     return persisted_notice(path, text, preview_chars), True

@@ -27,7 +27,7 @@ async def run_plain(lc: Lifecycle, plan: ToolPlan, call: ToolCall) -> ToolResult
     try:
         if lc.before_start is not None:
             await lc.pass_barrier(tool, call)
-        lc.running(call)
+        lc.running(call, tool)
         executed: Executed
         try:
             output = await tool.call(args, ctx)

@@ -25,6 +25,7 @@ from ._plan import PlanCache
 from ._runner_options import RunnerKeywords, RunnerOptions, StartBarrier
 from ._signals import BatchSignals, CallFailed
 from ._staged import run_staged
+from ._suspend import SuspendPoint
 
 __all__ = ["RunnerStatistics", "StartBarrier", "ToolRunner"]
 
@@ -127,6 +128,16 @@ class ToolRunner:
         return self._lifecycle.auditor.mode
 
     @property
+    def suspend_point(self) -> SuspendPoint | None:
+        """The run's suspension state, if it has one."""
+        return self._lifecycle.suspend
+
+    @property
+    def always(self) -> tuple[tuple[str, str | None], ...]:
+        """The "always" approvals given so far (a suspension carries them on)."""
+        return self._lifecycle.gate.always
+
+    @property
     def mode(self) -> PermissionMode:
         """The permission mode; may be changed between batches."""
         return self._lifecycle.gate.mode
@@ -213,6 +224,9 @@ class ToolRunner:
         `Answered`); it is worded here, once for both paths.
         """
         lc = self._lifecycle
+        suspend = lc.suspend
+        if suspend is not None and suspend.tripped:
+            return suspend.hold(call)  # nothing starts once a call waits for a person
         lc.calls += 1
         try:
             deadline = lc.deadline

@@ -24,6 +24,7 @@ from ._decision import PermissionMode
 from ._hooks import Hooks
 from ._rules import PermissionRules
 from ._run_deadline import RunDeadline
+from ._suspend import SuspendPoint
 
 _DEFAULT_CONFIG = ExecutionConfig()
 
@@ -65,6 +66,8 @@ class RunnerOptions:
     """Awaited right before each tool starts (a recorder's write-ahead)."""
     interrupt: InterruptToken | None = None
     """The run's halt: once set, a call waiting to be allowed is answered "not run"."""
+    suspend: SuspendPoint | None = None
+    """The run's suspension state: once a call waits for a person, later calls are held."""
 
 
 class LifecycleKeywords(TypedDict, total=False):
@@ -85,3 +88,4 @@ class RunnerKeywords(LifecycleKeywords, total=False):
     deadline: RunDeadline | None
     before_start: StartBarrier | None
     interrupt: InterruptToken | None
+    suspend: SuspendPoint | None

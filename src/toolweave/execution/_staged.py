@@ -46,7 +46,7 @@ async def run_staged(lc: Lifecycle, plan: ToolPlan, call: ToolCall) -> ToolResul
         if lc.before_start is not None:
             await lc.pass_barrier(tool, call)
         if deadline is None:
-            lc.running(call)
+            lc.running(call, tool)
             executed = await _executed(lc, tool, call, args, ctx, plan.timeout)
             return await settle(lc, plan, call, args, executed)
         executed = await _executed_by(deadline, lc, plan, call, args, ctx)
@@ -96,7 +96,7 @@ async def _executed_by(
         raise Answered(deadline.not_run(call))
     limit = plan.timeout
     bounded = limit is None or left < limit
-    lc.running(call)
+    lc.running(call, plan.tool)
     executed = await _executed(
         lc, plan.tool, call, args, ctx, left if bounded else limit
     )

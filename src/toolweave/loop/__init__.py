@@ -40,6 +40,7 @@ from ._hook_settings import settings_files as settings_files
 from ._hook_settings import toolweave_home as toolweave_home
 from ._hook_settings import user_config_path as user_config_path
 from ._loop import NO_MODEL_REACHED as NO_MODEL_REACHED
+from ._micro import MicroCompaction as MicroCompaction
 from ._result import RunResult as RunResult
 from ._run import AgentRun as AgentRun
 from ._shell_hooks import build_shell_hooks as build_shell_hooks
@@ -49,10 +50,14 @@ from ._steps import TransitionReason as TransitionReason
 from ._subagent import FAILURE_MARKER as FAILURE_MARKER
 from ._subagent import SubAgentTool as SubAgentTool
 from ._subagent import subagent as subagent
+from ._suspended import check_decisions as check_decisions
 from ._tracing import TracePolicy as TracePolicy
 from ._transcript import TRUNCATION_MARKER as TRUNCATION_MARKER
 from ._transcript import transcript_problems as transcript_problems
 from ._transcript import validate_transcript as validate_transcript
+from ._window import ContextGuard as ContextGuard
+from ._window import ContextLevel as ContextLevel
+from ._window import ContextVerdict as ContextVerdict
 
 __all__ = [
     "BUILTIN_PRICES",
@@ -71,9 +76,12 @@ __all__ = [
     "Compactor",
     "ContextAssembler",
     "ContextBlock",
+    "ContextGuard",
     "ContextKind",
+    "ContextLevel",
     "ContextProvider",
     "ContextRequest",
+    "ContextVerdict",
     "CostTracker",
     "DirectorySummaryContext",
     "EnvironmentContext",
@@ -81,6 +89,7 @@ __all__ = [
     "HookCommand",
     "HookRun",
     "HookSettings",
+    "MicroCompaction",
     "ModelCost",
     "ModelPrice",
     "PriceTable",
@@ -91,6 +100,7 @@ __all__ = [
     "TracePolicy",
     "TransitionReason",
     "build_shell_hooks",
+    "check_decisions",
     "drop_oldest_rounds",
     "find_project_config",
     "load_hook_settings",

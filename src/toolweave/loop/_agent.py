@@ -9,74 +9,31 @@ import shutil
 import tempfile
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import final
 
 import anyio
 import sniffio
-from anyio.streams.memory import MemoryObjectSendStream
 
-from .._exceptions import StoreError, UsageError
-from ..events import CompletionReason, Event
+from .._exceptions import UsageError
+from ..events import Event
 from ..messages import Message
 from ..models import Model, RetryingModel, ToolDefinition, resolve_model
 from ..scheduling import Dispatcher
-from ..sessions import SessionRecorder
+from ..sessions import SessionRecorder, Suspension
 from ..tools import SessionState, ToolLike, ToolRegistry, sandbox_mode
 from ._config import AgentConfig
-from ._control import RunControl
 from ._cost import PriceTable
 from ._loop import RunLoop
 from ._result import RunResult
 from ._run import AgentRun
+from ._run_wiring import abandoned_because, emitter, history_for, stopper
 from ._setup import RunSetup
-from ._transcript import transcript_problems
+from ._suspended import Resumption, resumption
 
 __all__ = ["Agent"]
-
-
-def _emitter(
-    send: MemoryObjectSendStream[Event], recorder: SessionRecorder | None
-) -> Callable[[Event], None]:
-    if recorder is None:
-
-        def emit(event: Event) -> None:
-            try:  # noqa: SIM105 - the hot path; suppress() costs a context manager per event
-                send.send_nowait(event)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # nobody listens any more; the run still ends cleanly
-
-        return emit
-    record = recorder.record
-
-    def emit_recorded(event: Event) -> None:
-        record(event)  # queued, in order, before anyone can see the event
-        try:  # noqa: SIM105 - the hot path
-            send.send_nowait(event)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
-
-    return emit_recorded
-
-
-def _stopper(control: RunControl) -> Callable[[StoreError], None]:
-    def stop(exc: StoreError) -> None:
-        control.stop(
-            CompletionReason.ERROR,
-            "the session store could not be written, so the run was stopped rather"
-            f" than go on unrecorded: {exc}",
-        )
-
-    return stop
-
-
-def _left(exc: BaseException) -> str:
-    """Why a recorded run was abandoned: its caller left the block by `exc`."""
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
-        return "the run was cancelled before it finished"
-    return f"the run's consumer failed before the run finished ({type(exc).__name__})"
 
 
 @final
@@ -209,6 +166,7 @@ class Agent:
         *,
         history: Sequence[Message] = (),
         recorder: SessionRecorder | None = None,
+        _resume: Resumption | None = None,
     ) -> AsyncIterator[AgentRun]:
         """Start a run and yield its handle; the block waits for the run to end.
 
@@ -233,11 +191,7 @@ class Agent:
             SessionBusyError: the recorder's session is held by another live owner.
             StoreError: the recorder's store could not be opened for the run.
         """
-        problems = transcript_problems(history)
-        if problems:
-            raise UsageError(
-                "history is not a valid transcript: " + "; ".join(problems)
-            )
+        history = history_for(history, _resume, claim=recorder is None)
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
         dispatcher = self.config.dispatcher or Dispatcher(self.config.concurrency)
         owned = self.config.dispatcher is None
@@ -245,10 +199,11 @@ class Agent:
             self._setup(),
             prompt=prompt,
             history=history,
-            emit=_emitter(send, recorder),
+            emit=emitter(send, recorder),
             dispatcher=dispatcher,
             run_id=uuid.uuid4().hex,
             before_start=None if recorder is None else recorder.before_start,
+            resume=_resume,
         )
         run = AgentRun(loop, receive)
         async with contextlib.AsyncExitStack() as stack:
@@ -256,10 +211,12 @@ class Agent:
                 try:
                     await stack.enter_async_context(
                         recorder.recording(
-                            write_ahead=True, on_failure=_stopper(loop.control)
+                            write_ahead=True, on_failure=stopper(loop.control)
                         )
                     )
-                except BaseException:  # the session is busy, or its store failed
+                    if _resume is not None:  # taken only now: a busy session
+                        _resume.suspension.claim()  # leaves it resumable
+                except BaseException:  # busy, its store failed, or resumed already
                     send.close()
                     receive.close()
                     if owned:
@@ -273,13 +230,63 @@ class Agent:
                         yield run
                     except BaseException as exc:
                         if recorder is not None:
-                            recorder.abandon(_left(exc))
+                            recorder.abandon(abandoned_because(exc))
                         tg.cancel_scope.cancel()
                         raise
                     if not run.done:
                         run.interrupt()
         if run.fatal is not None:
             raise run.fatal  # a tool's KeyboardInterrupt/SystemExit, as itself
+
+    @asynccontextmanager
+    async def open_resume(
+        self,
+        suspension: Suspension,
+        decisions: Mapping[str, str],
+        *,
+        recorder: SessionRecorder | None = None,
+    ) -> AsyncIterator[AgentRun]:
+        """`open_run` for a suspended run: continue it with a person's `decisions`.
+
+        The suspended batch goes on where it stopped: its calls that ran keep
+        their results (never run again); each waiting call runs in its serial
+        place under its decision (``"allow"``; ``"always"``, which also approves
+        such calls for the rest of the session; ``"deny"``, answered with the
+        denial); calls held behind them run as usual (one that asks suspends
+        the run again). Then the loop goes on. With a `recorder`, the resumed
+        run is recorded in the same session (take the lease with
+        `prepare_resume`, whose plan holds the stored `Suspension`).
+
+        Raises:
+            UsageError: a decision is missing, unknown or for a call that does
+                not wait; or this suspension was resumed already.
+            SessionBusyError: the recorder's session is held by another live owner.
+        """
+        plan = resumption(suspension, decisions)
+        if suspension._claimed:  # fail before anything starts (claimed again below)
+            suspension.claim()
+        async with self.open_run("", recorder=recorder, _resume=plan) as run:
+            yield run
+
+    async def resume(
+        self,
+        suspension: Suspension,
+        decisions: Mapping[str, str],
+        *,
+        recorder: SessionRecorder | None = None,
+    ) -> RunResult:
+        """Continue a suspended run with `decisions` and return its result (see `open_resume`).
+
+        `suspension`: ``result.suspension`` of the run that suspended, or
+        ``prepare_resume(store, id).suspension`` in another process.
+        `decisions`: by call key (`PendingApproval.key`), one of ``"allow"``,
+        ``"deny"``, ``"always"`` for every pending call.
+        """
+        async with self.open_resume(suspension, decisions, recorder=recorder) as run:
+            result = await run.wait()
+            async for _ in run.events():
+                pass
+        return result
 
     async def run_stream(
         self,

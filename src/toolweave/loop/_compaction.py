@@ -6,7 +6,7 @@ provider accepts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import final
 
@@ -144,7 +144,11 @@ class Compactor:
 
 
 def drop_oldest_rounds(
-    messages: Sequence[Message], *, target_tokens: int | None, system: str | None = None
+    messages: Sequence[Message],
+    *,
+    target_tokens: int | None,
+    system: str | None = None,
+    measure: Callable[[Sequence[Message]], int] | None = None,
 ) -> Compacted | str:
     """Drop the oldest droppable rounds until the estimate fits `target_tokens`.
 
@@ -152,14 +156,15 @@ def drop_oldest_rounds(
     it, after the first user message and before the latest round; dropping whole
     rounds keeps every tool pair intact. With no target, half of the droppable
     rounds go. The first user message gets a note saying how much was dropped.
+    `measure` sizes a transcript in tokens (default: `estimate_tokens` with
+    `system`).
     """
     kept = list(messages)
     droppable = max((len(kept) - 3) // 2, 0)
     limit = droppable if target_tokens is not None else (droppable + 1) // 2
+    size = measure if measure is not None else (lambda m: estimate_tokens(m, system))
     dropped = 0
-    while dropped < limit and (
-        target_tokens is None or estimate_tokens(kept, system) > target_tokens
-    ):
+    while dropped < limit and (target_tokens is None or size(kept) > target_tokens):
         if kept[1].role != "assistant" or kept[2].role != "user":
             break
         del kept[1:3]

@@ -15,6 +15,7 @@ from ..tools import SandboxMode, sandbox_mode
 from ..tools.builtin import parse_prefixes
 from ._context import ContextProvider
 from ._cost import PriceTable
+from ._micro import MicroCompaction
 from ._tracing import TracePolicy
 
 if TYPE_CHECKING:
@@ -66,6 +67,15 @@ class AgentConfig:
     None turns auto-compaction off (prompt-too-long recovery still compacts).
     Needs the model's `context_window`; without one it never triggers.
     """
+    context_warning_threshold: float | None = 0.7
+    """Share of the context window at which the next request earns a Warning event
+    (once, until the context shrinks below it again); None = no warning. Whatever
+    the thresholds, a request that does not fit the window with room for the answer
+    (`max_output_tokens`, at most a quarter of the window) is never sent: the
+    conversation is shrunk first, or the run ends as CONTEXT_WINDOW_EXCEEDED."""
+    micro_compaction: MicroCompaction | None = None
+    """Clear old tool results to short stubs (`MicroCompaction`); None = off (the default:
+    see docs/context-window.md for why)."""
     compaction_keep_recent: int = 6
     """Messages kept verbatim at the end when compacting."""
     compaction_max_failures: int = 3
@@ -87,6 +97,15 @@ class AgentConfig:
     result naming the rule or mode that would allow the call. In the default
     mode the built-in tools ask for a bash command not proven read-only, a
     write or edit, and a web_fetch to a host not yet allowed."""
+    on_ask: Literal["deny", "suspend"] = "deny"
+    """What an ask does when there is no `ask` handler (a web service, a batch,
+    a queue worker). ``"deny"`` (the default: a run that nobody will resume
+    must not sit waiting): the call is denied with an error result naming the
+    setting that would allow it, and the run goes on. ``"suspend"``: the run
+    stops with `CompletionReason.SUSPENDED`, `RunResult.pending` lists the calls
+    that wait, and ``Agent.resume(result.suspension, decisions)`` (or, stored,
+    ``toolweave resume ID --approve KEY``) continues exactly where it stopped.
+    See docs/approvals.md."""
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
     """Timeouts and result budgets of each call."""
     context_providers: Sequence[ContextProvider] = ()
@@ -98,7 +117,7 @@ class AgentConfig:
     workspace: Path | None = None
     """Root for file tools and context providers."""
     results_dir: Path | None = None
-    """Where large tool results are saved (``<results_dir>/tool-results/<call>.txt``).
+    """Where large tool results are saved (``<results_dir>/tool-results/<id>@<key>.txt``).
 
     None = a fresh temporary directory owned by the Agent, removed by
     `Agent.aclose`, when the Agent is garbage-collected, or at interpreter exit.
@@ -128,8 +147,12 @@ class AgentConfig:
     (whole words) may run in parallel, in the read-only sandbox; with no sandbox
     backend they are ignored."""
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # noqa: C901 - one check per field
         check_audit_mode(self.audit)
+        if self.on_ask not in ("deny", "suspend"):
+            raise ConfigError(
+                f'on_ask must be "deny" or "suspend", got {self.on_ask!r}'
+            )
         parse_prefixes(self.read_only_commands)  # raises ConfigError if malformed
         object.__setattr__(self, "read_only_commands", tuple(self.read_only_commands))
         if self.sandbox is not None:
@@ -147,6 +170,15 @@ class AgentConfig:
             raise ConfigError(
                 f"compaction_threshold must lie in (0, 1], got {threshold}"
             )
+        warn = self.context_warning_threshold
+        if warn is not None and not 0 < warn <= 1:
+            raise ConfigError(
+                f"context_warning_threshold must lie in (0, 1], got {warn}"
+            )
+        if self.micro_compaction is not None and not isinstance(
+            self.micro_compaction, MicroCompaction
+        ):
+            raise ConfigError("micro_compaction must be a MicroCompaction or None")
         if self.compaction_keep_recent < 2 or self.compaction_max_failures < 1:
             raise ConfigError(
                 "compaction_keep_recent must be >= 2 and max_failures >= 1"

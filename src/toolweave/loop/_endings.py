@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, final
+from typing import TYPE_CHECKING, Protocol, final
 
 from ..events import CompletionReason, Event
 from ..events import Warning as WarningEvent
@@ -18,6 +18,9 @@ from ._result import RunResult, finished_event
 from ._steps import BeginIteration, Finish, Step, TransitionReason
 from ._tracing import Span, Tracer
 
+if TYPE_CHECKING:
+    from ..sessions import Suspension
+
 __all__ = ["EndingLoop", "Endings"]
 
 
@@ -26,6 +29,9 @@ class EndingLoop(Protocol):
 
     result: RunResult | None
     """Set once the run ended (just before RunFinished is emitted)."""
+
+    suspension: Suspension | None
+    """What waits for a person's decision, once the run suspended."""
 
     @property
     def cfg(self) -> AgentConfig:
@@ -171,6 +177,7 @@ class Endings:
             iterations=loop.iteration,
             detail=step.detail,
             run_id=loop.run_id,
+            suspension=loop.suspension,
         )
         if self._parent_costs is not None:
             self._parent_costs.merge(costs)

@@ -30,10 +30,11 @@ from ..events import (
     LoopTransition,
     ReadStateChanged,
     RunStarted,
+    RunSuspended,
 )
 from ..events import Warning as WarningEvent
-from ..execution import RunStartInput, StartBarrier
-from ..messages import Message, StopReason, Text, Usage
+from ..execution import PermissionMode, RunStartInput, StartBarrier, SuspendPoint
+from ..messages import Message, StopReason, Text, ToolResult, Usage
 from ..models import ModelRequest
 from ..scheduling import results_of
 from ..tools import reporting_declaration_errors
@@ -46,6 +47,7 @@ from ._discarded import DiscardedCalls
 from ._eager import EagerBatch, Spawn
 from ._endings import Endings
 from ._guards import RepeatFailureWatcher, StalledIterationGuard
+from ._micro import MicroCompactor
 from ._model_call import Halted, ModelCaller
 from ._run_start import with_run_start_context
 from ._setup import RunSetup
@@ -61,6 +63,8 @@ from ._steps import (
     Step,
     TransitionReason,
 )
+from ._suspended import Resumption, suspended_end
+from ._tokens import text_tokens, value_tokens
 from ._tool_batch import (
     ToolBatcher,
     refused_call_result,
@@ -73,6 +77,7 @@ from ._transcript_view import TranscriptResults
 
 if TYPE_CHECKING:
     from ..scheduling import Dispatcher
+    from ..sessions import Suspension
     from ._result import RunResult
 
 __all__ = ["NO_MODEL_REACHED", "RunLoop"]
@@ -103,6 +108,7 @@ class RunLoop:
         dispatcher: Dispatcher,
         run_id: str,
         before_start: StartBarrier | None = None,
+        resume: Resumption | None = None,
     ) -> None:
         cfg = setup.config
         self.setup, self.cfg, self.prompt, self.run_id = setup, cfg, prompt, run_id
@@ -127,12 +133,22 @@ class RunLoop:
         self.state = replace(
             setup.state, transcript=TranscriptResults(self.conversation)
         )
+        self.resume = resume
+        """The suspended run this run continues, if it is a resume (`Agent.resume`)."""
+        self.suspend = SuspendPoint(
+            enabled=cfg.on_ask == "suspend",
+            decisions=None if resume is None else resume.decisions,
+            always=() if resume is None else resume.suspension.always,
+        )
+        self.suspension: Suspension | None = None
+        """Set when this run suspended for a person's decision."""
         self.runner = setup.runner(
             emit,
             self.budget,
             self.state,
             before_start=before_start,
             halt=self.control.halt,
+            suspend=self.suspend,
         )
         limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(
@@ -145,6 +161,7 @@ class RunLoop:
             watcher=RepeatFailureWatcher(limit) if limit else None,
             clock=self.clock,
             overlap=cfg.concurrency.enabled and cfg.concurrency.streaming_overlap,
+            suspend=self.suspend,
         )
         self.caller = ModelCaller(
             setup.model,
@@ -156,6 +173,8 @@ class RunLoop:
             clock=self.clock,
         )
         self.shrinker = Shrinker(self)
+        policy = cfg.micro_compaction
+        self.micro = MicroCompactor(self, policy) if policy is not None else None
         self.endings = Endings(self)
         self.discarded = DiscardedCalls(self)
         self._stack = AsyncExitStack()
@@ -257,8 +276,30 @@ class RunLoop:
                 "gen_ai.request.model": setup.model.name,
             },
         )
-        self.emit(RunStarted(self.run_id, self.prompt))
+        resume = self.resume
+        self.emit(RunStarted(self.run_id, resume.prompt() if resume else self.prompt))
+        if (
+            self.cfg.permission_mode is PermissionMode.ACCEPT_EDITS
+            and self.state.workspace is None
+        ):
+            self.emit(
+                WarningEvent(
+                    "permission_mode is accept_edits but no workspace is set"
+                    " (AgentConfig(workspace=...)): edits cannot be judged inside it,"
+                    " so none is approved in advance"
+                )
+            )
         self.system, first = await self.context.start(self.system)
+        self.conversation.overhead_tokens = text_tokens(self.system or "") + sum(
+            text_tokens(d.name)
+            + text_tokens(d.description)
+            + value_tokens(d.input_schema)
+            for d in setup.tool_defs
+        )
+        if resume is not None:
+            # the suspended batch goes on where it stopped: no new prompt
+            self.iteration = self.batcher.iteration = resume.suspension.iteration
+            return RunTools(resume.response)
         started = RunStartInput(
             run_id=self.run_id, prompt=self.prompt, resumed=self.resumed
         )
@@ -269,6 +310,7 @@ class RunLoop:
     async def _begin_iteration(self, step: BeginIteration) -> Step:
         if self.control.halted:
             return self.control.finish()
+        micro = await self.micro.apply() if self.micro is not None else None
         verdict = self.budget.check(
             now=anyio.current_time() if self.budget.deadline is not None else 0.0,
             total_tokens=self.costs.total_tokens,
@@ -297,6 +339,8 @@ class RunLoop:
             if reminder is not None:
                 self.conversation.append(reminder)
         self._open_iteration(reason, note)
+        if micro is not None:
+            self.emit(micro)
         if boundary is not None:
             self.emit(boundary)  # seed 002 §9: right before IterationStarted
         self.emit(IterationStarted(self.iteration, at=self.clock()))
@@ -344,6 +388,10 @@ class RunLoop:
 
     async def _call_model(self, step: CallModel) -> Step:
         await self.discarded.gather()  # a call retried after shrinking the prompt
+        blocked = await self.shrinker.ensure_fits()  # never send what cannot fit
+        if blocked is not None:
+            return blocked
+        self.conversation.note_sent()
         self.eager = self._eager_batch()
         try:
             response = await self.caller.call(
@@ -355,8 +403,10 @@ class RunLoop:
         except PromptTooLongError as exc:
             if step.shrunk_for_length:
                 return Finish(
-                    CompletionReason.ERROR,
-                    detail=f"the prompt is too long even after shrinking it: {exc}",
+                    CompletionReason.CONTEXT_WINDOW_EXCEEDED,
+                    detail="the prompt is too long even after shrinking it once"
+                    f" (the provider said: {exc}); the run stops rather than"
+                    " drop more without end",
                 )
             return await self.shrinker.recover_prompt_too_long(exc)
         except ModelError as exc:
@@ -372,7 +422,15 @@ class RunLoop:
             await self.discarded.halted(response.partial)
             return self.control.finish()
         self.account(response.model or self.setup.model.name, response.usage)
-        self.conversation.note_response(response)
+        window = self.shrinker.window
+        if not self.conversation.note_response(response, window=window):
+            self.emit(
+                WarningEvent(
+                    f"the provider reported {response.usage.total_tokens:,} tokens for a"
+                    f" request it accepted, more than the context window of {window:,}:"
+                    " the count is not believed; the context is estimated instead"
+                )
+            )
         if self.control.halted:
             await self.discarded.halted(response)
             return self.control.finish()
@@ -411,8 +469,14 @@ class RunLoop:
 
     async def _run_tools(self, step: RunTools) -> Step:
         stream = await self.eager.settle() if self.eager is not None else None
+        done = None
+        if (
+            self.resume is not None
+            and self.iteration == self.resume.suspension.iteration
+        ):
+            done = self.resume.suspension.done  # ran before the suspension: kept
         try:
-            results = await self.batcher.run(step.response.tool_calls, stream)
+            results = await self.batcher.run(step.response.tool_calls, stream, done)
         except (KeyboardInterrupt, SystemExit) as exc:
             # A tool raised it: record the batch (every call answered), then let it go.
             answered = results_of(exc)
@@ -421,7 +485,36 @@ class RunLoop:
             raise
         await self.discarded.gather()
         self._report_read_state()
+        if self.suspend.tripped:
+            return self._suspended(results)
         return AfterTools(step.response, results)
+
+    def _suspended(self, results: Sequence[ToolResult]) -> Finish:
+        """The batch waits for a person: the run ends SUSPENDED, its state kept.
+
+        Nothing is appended to the transcript (the calls are answered on
+        resume); `RunSuspended` tells a store what waits and what was held.
+        """
+        self.runner.take_signals()  # the batch is not over: nothing of it applies yet
+        suspension, finish = suspended_end(
+            self.suspend,
+            messages=self.conversation.snapshot(),
+            calls=self.batcher.ran,
+            results=results,
+            iteration=self.iteration,
+            always=self.runner.always,
+        )
+        self.suspension = suspension
+        self.emit(
+            RunSuspended(
+                suspension.pending,
+                iteration=suspension.iteration,
+                always=suspension.always,
+                held=self.suspend.held,
+                at=self.clock(),
+            )
+        )
+        return finish
 
     def _report_read_state(self) -> None:
         """Emit the read ledger if the batch changed it (a session stores it for resume)."""

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING
 
-from ..events import CompletionReason, RunFinished
+from ..events import CompletionReason, PendingApproval, RunFinished
 from ..messages import Message, Usage
 from ._cost import ModelCost
+
+if TYPE_CHECKING:
+    from ..sessions import Suspension
 
 __all__ = ["RunResult", "finished_event"]
 
@@ -22,7 +26,8 @@ class RunResult:
     """How the run ended."""
     _: KW_ONLY
     messages: tuple[Message, ...] = ()
-    """The whole transcript (every tool call answered, in order)."""
+    """The whole transcript (every tool call answered, in order; SUSPENDED: it ends
+    with the calls that wait, unanswered until the resume)."""
     usage: Usage = field(default_factory=Usage)
     """Tokens of every model call of the run, summed."""
     model_usage: Mapping[str, ModelCost] = field(default_factory=dict)
@@ -35,6 +40,14 @@ class RunResult:
     """Why it ended, in words (for every reason other than COMPLETED)."""
     run_id: str = ""
     """The run's id (as in RunStarted)."""
+    suspension: Suspension | None = field(default=None, compare=False, repr=False)
+    """SUSPENDED only: what a resume continues from (``Agent.resume(result.suspension,
+    decisions)``; single use)."""
+
+    @property
+    def pending(self) -> tuple[PendingApproval, ...]:
+        """SUSPENDED only: the calls that wait for a person's decision, in call order."""
+        return () if self.suspension is None else self.suspension.pending
 
     @property
     def ok(self) -> bool:

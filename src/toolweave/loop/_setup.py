@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..execution import RunDeadline, StartBarrier, ToolRunner
+from ..execution import RunDeadline, StartBarrier, SuspendPoint, ToolRunner
 from ._budget import BudgetTracker
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ class RunSetup:
         *,
         before_start: StartBarrier | None = None,
         halt: InterruptToken | None = None,
+        suspend: SuspendPoint | None = None,
     ) -> ToolRunner:
         """A fresh lifecycle runner for one run (its signals and ledger are per run).
 
@@ -64,6 +65,8 @@ class RunSetup:
         `before_start`: the run's start barrier (a recorder's), if any.
         `halt`: the run's halt; once set, a call waiting for permission is
         answered "not run" (see `ToolRunner`).
+        `suspend`: the run's suspension state (`AgentConfig.on_ask`, a resume's
+        decisions).
         """
         cfg = self.config
         deadline = None
@@ -83,6 +86,7 @@ class RunSetup:
             deadline=deadline,
             before_start=before_start,
             interrupt=halt,
+            suspend=suspend,
         )
 
     def budget(self) -> BudgetTracker:

@@ -21,7 +21,7 @@ from ._eager import EagerBatch, Spawn
 from ._tracing import NULL_SPAN, Span, Tracer
 
 if TYPE_CHECKING:
-    from ..execution import ToolRunner
+    from ..execution import SuspendPoint, ToolRunner
     from ..scheduling import Dispatcher, InterruptToken, SettledCall, ToolStream
     from ..tools import Access, ToolRegistry
     from ._guards import RepeatFailureWatcher
@@ -142,8 +142,10 @@ class ToolBatcher:
         watcher: RepeatFailureWatcher | None,
         overlap: bool,
         clock: Callable[[], float],
+        suspend: SuspendPoint | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._suspend = suspend
         self._registry = registry
         self._runner = runner
         self._audit_enforced = runner.audit == "enforce"
@@ -159,10 +161,14 @@ class ToolBatcher:
         self.parent_span: Span = NULL_SPAN
         """The iteration span tool spans nest under."""
         self._started = StartedWithAccess(self._on_started)
+        self.ran: tuple[ToolCall, ...] = ()
+        """The calls of the last `run`, as run (in call order, with their keys)."""
 
     # -- listeners and the per-call runner -------------------------------------
 
     def _on_started(self, call: ToolCall, access: Access | None = None) -> None:
+        if self._suspend is not None:
+            self._suspend.started()
         if access is None:
             event = ToolUseStarted(call, iteration=self.iteration, at=self._clock())
         else:  # what the gate scheduled it by: a recorder needs no registry
@@ -176,6 +182,11 @@ class ToolBatcher:
         self._emit(event)
 
     def _on_completed(self, call: ToolCall, result: ToolResult) -> None:
+        suspend = self._suspend
+        if suspend is not None:
+            suspend.completed(call)
+            if suspend.waits(call):
+                return  # no result of its own yet: the resume gives it one
         self._emit(
             ToolResultReady(call, result, iteration=self.iteration, at=self._clock())
         )
@@ -191,7 +202,9 @@ class ToolBatcher:
             result = await self._traced(call)
         else:
             result = await self._runner(call)
-        if watcher is not None:
+        if watcher is not None and not (
+            self._suspend is not None and self._suspend.waits(call)
+        ):
             watcher.observe(call, result)
         return result
 
@@ -251,13 +264,36 @@ class ToolBatcher:
         )
 
     async def run(
-        self, calls: Sequence[ToolCall], stream: ToolStream | None
+        self,
+        calls: Sequence[ToolCall],
+        stream: ToolStream | None,
+        done: Mapping[str, ToolResult] | None = None,
     ) -> tuple[ToolResult, ...]:
         """Run `calls` (or harvest `stream`, which already holds them); results in call order.
 
         A checkpoint. Never raises for a tool's fault; the lifecycle's aggregate
-        result budget is applied to the batch before it is returned.
+        result budget is applied to the batch before it is returned, unless the
+        batch suspended (its results are then as the calls left them: the
+        resume finishes the batch). `done`: results of calls of a resumed batch
+        that ran before it suspended, by call key: they are not run again.
         """
+        whole = calls
+        if done:
+            calls = [c for c in calls if c.ref not in done]
+        calls, results = await self._run(calls, stream)
+        if done:
+            rest = iter(results)
+            results = [done[c.ref] if c.ref in done else next(rest) for c in whole]
+            calls = whole
+        self.ran = tuple(calls)
+        if self._suspend is not None and self._suspend.tripped:
+            return tuple(results)
+        return tuple(self._runner.finish_batch(results, calls))
+
+    async def _run(
+        self, calls: Sequence[ToolCall], stream: ToolStream | None
+    ) -> tuple[Sequence[ToolCall], list[ToolResult]]:
+        """The batch's calls as run (a stream's keys) and their results, in call order."""
         try:
             if stream is not None:
                 stream.finish()
@@ -279,7 +315,7 @@ class ToolBatcher:
                 run = stream.calls if stream is not None else calls
                 attach_results(exc, self._runner.finish_batch(answered, run))
             raise
-        return tuple(self._runner.finish_batch(results, calls))
+        return calls, results
 
     def answer_void(
         self,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from .._exceptions import InternalError
 from ..messages import Image, Message, Text, Thinking, ToolCall, ToolResult
+from ._tokens import messages_tokens
 
 __all__ = [
     "TRUNCATION_MARKER",
@@ -18,8 +19,6 @@ __all__ = [
 
 TRUNCATION_MARKER = "[System: response truncated at max_tokens]"
 """Appended to a final answer that was cut at the output-token limit."""
-
-_CHARS_PER_TOKEN = 4
 
 
 def _pairing_problems(index: int, message: Message, nxt: Message | None) -> list[str]:
@@ -102,6 +101,5 @@ def message_chars(message: Message) -> int:
 
 
 def estimate_tokens(messages: Sequence[Message], system: str | None = None) -> int:
-    """A rough token count (characters / 4) for when the provider has not said."""
-    chars = len(system or "") + sum(message_chars(m) for m in messages)
-    return chars // _CHARS_PER_TOKEN
+    """A script-aware token estimate for when the provider has not said (`text_tokens`)."""
+    return messages_tokens(messages, system)

@@ -42,6 +42,8 @@ from ._sqlite import DEFAULT_BUSY_TIMEOUT as DEFAULT_BUSY_TIMEOUT
 from ._sqlite import SQLiteSessionStore as SQLiteSessionStore
 from ._store import RunOutcome as RunOutcome
 from ._store import SessionStore as SessionStore
+from ._suspension import Suspension as Suspension
+from ._suspension import suspension_from_store as suspension_from_store
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
@@ -66,6 +68,7 @@ __all__ = [
     "SessionLease",
     "SessionRecorder",
     "SessionStore",
+    "Suspension",
     "current_owner",
     "event_to_json",
     "lease_live",
@@ -77,4 +80,5 @@ __all__ = [
     "read_state",
     "results_dir_beside",
     "skipped_result",
+    "suspension_from_store",
 ]

@@ -288,8 +288,17 @@ def _value(value: object) -> Any:
         return [_value(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): _value(v) for k, v in value.items()}
+    return _scalar_or_record(value)
+
+
+def _scalar_or_record(value: object) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # an event's record (a PendingApproval): its fields, by name
+        return {
+            f.name: _value(getattr(value, f.name)) for f in dataclasses.fields(value)
+        }
     return repr(value)
 
 

@@ -7,12 +7,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from .._exceptions import StoreError, UsageError
-from ..events import FileRead
+from ..events import CompletionReason, FileRead
 from ..messages import Message, ToolCall, ToolResult
 from ._codec import file_read_from_json
 from ._lease import DEFAULT_LEASE_TERM, SessionLease
 from ._records import CallRecord, CallState, SessionInfo
 from ._store import SessionStore
+from ._suspension import Suspension, suspension_from_store
 
 __all__ = [
     "RESUME_PROMPT",
@@ -78,6 +79,11 @@ class ResumePlan:
     """What the session had read (its last `ReadStateChanged`): restore it with
     ``agent.state.read_files.restore(plan.read_files)`` so read-before-edit knows
     them (a file changed on disk since is still refused)."""
+    suspension: Suspension | None = None
+    """Set when the session's last run suspended for a person's decision: its
+    calls wait (`Suspension.pending`); resume it with the decisions
+    (``Agent.resume(plan.suspension, decisions, recorder=...)``). `history` is
+    then the transcript up to those calls, and `prompt` is empty."""
     lease: SessionLease | None = None
     """The session's lease, held for the resumed run: hand it to its recorder
     (``SessionRecorder(..., lease=plan.lease)``), which renews and releases it;
@@ -109,14 +115,29 @@ def _latest_records(
     position must never answer this one.
     """
     refs = {c.ref for c in calls}
+    runs = {session.runs} | _suspended_before(store, session)
     found: dict[str, CallRecord] = {}
     for record in store.calls(session.id):  # ordered: later runs and iterations last
         if (
-            record.run == session.runs
+            record.run in runs
             and record.call.ref in refs
             and record.state is not CallState.DISCARDED
         ):
             found[record.call.ref] = record
+    return found
+
+
+def _suspended_before(store: SessionStore, session: SessionInfo) -> set[int]:
+    """The runs right before the last that suspended: the cut batch began in them.
+
+    A resumed run that died went on with a batch a suspended run had partly
+    run; what finished there is that batch's record too (never run again).
+    """
+    found: set[int] = set()
+    for run in reversed(store.runs(session.id)[:-1]):
+        if run.reason is not CompletionReason.SUSPENDED:
+            break
+        found.add(run.run)
     return found
 
 
@@ -171,7 +192,12 @@ def prepare_resume(
     gets its stored result if it finished, "not run" if it is known not to have
     started (the run was recorded with the start barrier and the call has no
     RUNNING row), and "interrupted, outcome unknown" otherwise; nothing is run
-    again. The answers are written to the store before this returns. Without
+    again. The answers are written to the store before this returns. A session
+    whose last run suspended for a person's decision is left as it is: the plan
+    carries its `Suspension` (resume it with the decisions; a `prompt` is
+    refused then, the calls wait for an answer first). Once a resumed run
+    started, the session is no longer suspended, so a second resume of the
+    same suspension finds none. Without
     `prompt`, an unanswered final user prompt is sent again (its stored copy is
     archived, the run records it anew); otherwise `RESUME_PROMPT` is used.
 
@@ -219,6 +245,22 @@ def _repair(
     lost: list[CallRecord] = []
     skipped: list[CallRecord] = []
     last = messages[-1]
+    suspension = suspension_from_store(store, session.id, messages)
+    if suspension is not None:
+        if prompt is not None:
+            keys = ", ".join(p.key for p in suspension.pending)
+            raise UsageError(
+                f"session {session.id[:12]} is suspended: calls wait for a decision"
+                f" ({keys}); approve or deny them first (toolweave resume"
+                f" {session.id[:12]} --approve KEY --deny KEY)"
+            )
+        return ResumePlan(
+            session=session,
+            history=tuple(messages),
+            prompt="",
+            read_files=read_state(store, session.id),
+            suspension=suspension,
+        )
     if last.role == "assistant" and last.tool_calls:
         answer, lost, skipped = _answer_cut_batch(store, session, last.tool_calls)
         store.append_message(session.id, answer, run=run)
