@@ -64,9 +64,6 @@ KNOWN_MANY_PARAMETERS = frozenset(
         "loop/_subagent.py subagent",
         "loop/_subagent.py SubAgentTool.__init__",
         "loop/_tool_batch.py ToolBatcher.__init__",
-        "models/_anthropic.py AnthropicModel.__init__",
-        "models/_openai_chat.py OpenAIChatModel.__init__",
-        "models/_openai_responses.py OpenAIResponsesModel.__init__",
         # its keywords are the public API (DESIGN.md fixes @tw.tool(concurrency=...,
         # access=..., ...)); each becomes one field of the Declaration it builds
         "tools/_function.py tool",
