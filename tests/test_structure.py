@@ -61,9 +61,9 @@ KNOWN_MANY_PARAMETERS = frozenset(
         "cluster/_command.py make_batch_command.batch",
         "execution/_runner.py ToolRunner.__init__",
         "integrations/_foreign.py ForeignScheduler.__init__",
+        # public keywords (docs/agent.md): the child (model, tools, system, config,
+        # timeout: the ChildAgent record) and the tool's concurrency and interrupt
         "loop/_subagent.py subagent",
-        "loop/_subagent.py SubAgentTool.__init__",
-        "loop/_tool_batch.py ToolBatcher.__init__",
         # its keywords are the public API (DESIGN.md fixes @tw.tool(concurrency=...,
         # access=..., ...)); each becomes one field of the Declaration it builds
         "tools/_function.py tool",

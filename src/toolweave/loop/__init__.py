@@ -31,6 +31,7 @@ from ._result import RunResult as RunResult
 from ._run import AgentRun as AgentRun
 from ._steps import TransitionReason as TransitionReason
 from ._subagent import FAILURE_MARKER as FAILURE_MARKER
+from ._subagent import ChildAgent as ChildAgent
 from ._subagent import SubAgentTool as SubAgentTool
 from ._subagent import subagent as subagent
 from ._tracing import TracePolicy as TracePolicy
@@ -50,6 +51,7 @@ __all__ = [
     "BudgetDecision",
     "BudgetTracker",
     "BudgetVerdict",
+    "ChildAgent",
     "Compacted",
     "Compactor",
     "ContextAssembler",

@@ -45,7 +45,7 @@ from ._cost import CostTracker
 from ._discarded import DiscardedCalls
 from ._eager import EagerBatch, Spawn
 from ._endings import Endings
-from ._guards import RepeatFailureWatcher, StalledIterationGuard
+from ._guards import StalledIterationGuard
 from ._model_call import Halted, ModelCaller
 from ._run_start import with_run_start_context
 from ._setup import RunSetup
@@ -134,7 +134,6 @@ class RunLoop:
             before_start=before_start,
             halt=self.control.halt,
         )
-        limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(
             dispatcher=dispatcher,
             registry=setup.registry,
@@ -142,9 +141,8 @@ class RunLoop:
             halt=self.control.halt,
             emit=emit,
             tracer=self.tracer,
-            watcher=RepeatFailureWatcher(limit) if limit else None,
             clock=self.clock,
-            overlap=cfg.concurrency.enabled and cfg.concurrency.streaming_overlap,
+            config=cfg,
         )
         self.caller = ModelCaller(
             setup.model,
