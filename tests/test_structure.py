@@ -67,7 +67,6 @@ KNOWN_MANY_PARAMETERS = frozenset(
         # its keywords are the public API (DESIGN.md fixes @tw.tool(concurrency=...,
         # access=..., ...)); each becomes one field of the Declaration it builds
         "tools/_function.py tool",
-        "tools/builtin/bash/_options.py spec",
     }
 )
 KNOWN_LONG_MODULES = frozenset(
