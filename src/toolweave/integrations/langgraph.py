@@ -54,7 +54,7 @@ from pydantic import BaseModel
 from ..scheduling import InterruptToken
 from ..tools import run_in_worker_thread
 from ._blocking import run_blocking
-from ._declaration import Declaration, Declarations
+from ._declaration import Declaration, Declarations, checked_declarations
 from ._foreign import ForeignScheduler, Outcome, Raised
 
 __all__ = ["INTERRUPT_KEY", "Declaration", "ScheduledToolNode", "SplitBatchWarning"]
@@ -143,7 +143,9 @@ class ScheduledToolNode(ToolNode):
             else (GraphBubbleUp, _Unanswerable)
         )
         self._warned = False
-        self._scheduler = ForeignScheduler(declarations, **(scheduler_options or {}))
+        self._scheduler = ForeignScheduler(
+            checked_declarations(declarations), **(scheduler_options or {})
+        )
 
     def _parse_input(
         self, input: list[AnyMessage] | dict[str, Any] | BaseModel

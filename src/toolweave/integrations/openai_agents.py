@@ -82,7 +82,7 @@ from ._agents_copies import (
     unscheduled,
 )
 from ._arrival import ArrivalGate
-from ._declaration import Declaration, Declarations
+from ._declaration import Declaration, Declarations, checked_declarations
 from ._foreign import ForeignCall, ForeignScheduler
 
 __all__ = [
@@ -134,7 +134,9 @@ class ToolScheduler:
         self.on_error = on_error
         self.interrupt = interrupt
         """Set it to stop: calls not started are answered "not run: interrupted"."""
-        self._scheduler = ForeignScheduler(declarations, **(scheduler_options or {}))
+        self._scheduler = ForeignScheduler(
+            checked_declarations(declarations), **(scheduler_options or {})
+        )
         self._gate = ArrivalGate()
         self._limit = max_concurrency
         self._limiter: anyio.CapacityLimiter | None = None

@@ -61,7 +61,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ..scheduling import InterruptToken
 from ..tools import Access, Concurrency
-from ._declaration import UNDECLARED, Declaration, Declarations
+from ._declaration import UNDECLARED, Declaration, Declarations, checked_declarations
 from ._foreign import ForeignCall, ForeignScheduler
 
 __all__ = ["Declaration", "ErrorMode", "ScheduledToolset", "is_read_only"]
@@ -145,7 +145,9 @@ class ScheduledToolset(WrapperToolset[Any]):
             )
         if self._cap.limit is None and self.max_concurrency is not None:
             self._cap = _Cap(self.max_concurrency)
-        self._scheduler = ForeignScheduler(self.declarations, **self.scheduler_options)
+        self._scheduler = ForeignScheduler(
+            checked_declarations(self.declarations), **self.scheduler_options
+        )
 
     @property
     def tool_name_conflict_hint(self) -> str:

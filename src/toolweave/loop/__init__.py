@@ -48,6 +48,7 @@ from ._shell_hooks import run_hook_command as run_hook_command
 from ._shell_verdicts import HookRun as HookRun
 from ._steps import TransitionReason as TransitionReason
 from ._subagent import FAILURE_MARKER as FAILURE_MARKER
+from ._subagent import ChildAgent as ChildAgent
 from ._subagent import SubAgentTool as SubAgentTool
 from ._subagent import subagent as subagent
 from ._suspended import check_decisions as check_decisions
@@ -72,6 +73,7 @@ __all__ = [
     "BudgetDecision",
     "BudgetTracker",
     "BudgetVerdict",
+    "ChildAgent",
     "Compacted",
     "Compactor",
     "ContextAssembler",

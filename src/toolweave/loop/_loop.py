@@ -46,7 +46,7 @@ from ._cost import CostTracker
 from ._discarded import DiscardedCalls
 from ._eager import EagerBatch, Spawn
 from ._endings import Endings
-from ._guards import RepeatFailureWatcher, StalledIterationGuard
+from ._guards import StalledIterationGuard
 from ._micro import MicroCompactor
 from ._model_call import Halted, ModelCaller
 from ._run_start import with_run_start_context
@@ -150,7 +150,6 @@ class RunLoop:
             halt=self.control.halt,
             suspend=self.suspend,
         )
-        limit = cfg.repeat_failure_limit
         self.batcher = ToolBatcher(
             dispatcher=dispatcher,
             registry=setup.registry,
@@ -158,10 +157,8 @@ class RunLoop:
             halt=self.control.halt,
             emit=emit,
             tracer=self.tracer,
-            watcher=RepeatFailureWatcher(limit) if limit else None,
             clock=self.clock,
-            overlap=cfg.concurrency.enabled and cfg.concurrency.streaming_overlap,
-            suspend=self.suspend,
+            config=cfg,
         )
         self.caller = ModelCaller(
             setup.model,

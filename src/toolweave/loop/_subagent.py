@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, final
 
 import anyio
@@ -41,7 +42,7 @@ from ._agent import Agent
 from ._config import AgentConfig
 from ._result import RunResult
 
-__all__ = ["SubAgentTool", "subagent"]
+__all__ = ["ChildAgent", "SubAgentTool", "subagent"]
 
 FAILURE_MARKER = "[sub-agent failed]"
 """How every error result of a sub-agent begins, so orchestrators can spot it."""
@@ -70,20 +71,36 @@ def _progress(event: Event) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class ChildAgent:
+    """What each call of a sub-agent runs: a fresh Agent made of these, with a deadline."""
+
+    model: Model
+    """The child's model, resolved once so its connections are reused across calls."""
+    tools: tuple[Tool, ...] | ToolRegistry
+    """The child's tools."""
+    system: str | None
+    """The child's system prompt."""
+    config: AgentConfig
+    """The child's config (budgets included)."""
+    timeout: float
+    """Seconds a child may run."""
+
+
 @final
 class SubAgentTool(Tool):
-    """A tool whose call runs a child Agent to completion and returns its output."""
+    """A tool whose call runs a child Agent to completion and returns its output.
+
+    Built by `subagent`. `concurrency` None derives it from the child's tools;
+    SEQUENTIAL makes every call a barrier.
+    """
 
     def __init__(
         self,
         *,
         name: str,
         description: str,
-        model: Model | str,
-        tools: Iterable[Tool] | ToolRegistry,
-        system: str | None,
-        config: AgentConfig,
-        timeout: float,
+        child: ChildAgent,
         concurrency: Concurrency | None,
         interrupt: Interrupt,
     ) -> None:
@@ -95,18 +112,21 @@ class SubAgentTool(Tool):
             concurrency=self._concurrency,
             access=self._access,
             interrupt=interrupt,
-            timeout=timeout + 2 * _GRACE,  # the child reports its own timeout first
+            # the child reports its own timeout first
+            timeout=child.timeout + 2 * _GRACE,
             max_result_chars=None,
         )
-        self.child_model = resolve_model(model)
-        """The child's model, resolved once so its connections are reused across calls."""
-        self.child_tools = tools if isinstance(tools, ToolRegistry) else tuple(tools)
+        self.child = child
+        """What each call runs."""
+        self.child_model = child.model
+        """The child's model (`ChildAgent.model`)."""
+        self.child_tools = child.tools
         """The child's tools."""
-        self.child_system = system
+        self.child_system = child.system
         """The child's system prompt."""
-        self.child_config = config
+        self.child_config = child.config
         """The child's config (budgets included)."""
-        self.child_timeout = timeout
+        self.child_timeout = child.timeout
         """Seconds a child may run."""
         self.results: list[RunResult] = []
         """The result of every child run, in completion order (for inspection)."""
@@ -270,14 +290,17 @@ def subagent(
     """
     if timeout <= 0:
         raise ConfigError("timeout must be positive")
-    return SubAgentTool(
-        name=name,
-        description=description,
-        model=model,
-        tools=tools,
+    child = ChildAgent(
+        model=resolve_model(model),
+        tools=tools if isinstance(tools, ToolRegistry) else tuple(tools),
         system=system,
         config=config or AgentConfig(),
         timeout=timeout,
+    )
+    return SubAgentTool(
+        name=name,
+        description=description,
+        child=child,
         concurrency=concurrency,
         interrupt=interrupt,
     )

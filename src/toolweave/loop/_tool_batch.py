@@ -18,13 +18,14 @@ from ..scheduling import (
     warm,
 )
 from ._eager import EagerBatch, Spawn
+from ._guards import RepeatFailureWatcher
 from ._tracing import NULL_SPAN, Span, Tracer
 
 if TYPE_CHECKING:
-    from ..execution import SuspendPoint, ToolRunner
+    from ..execution import ToolRunner
     from ..scheduling import Dispatcher, InterruptToken, SettledCall, ToolStream
     from ..tools import Access, ToolRegistry
-    from ._guards import RepeatFailureWatcher
+    from ._config import AgentConfig
     from ._soon import Schedule
 
 __all__ = [
@@ -139,22 +140,24 @@ class ToolBatcher:
         halt: InterruptToken,
         emit: Callable[[Event], None],
         tracer: Tracer,
-        watcher: RepeatFailureWatcher | None,
-        overlap: bool,
         clock: Callable[[], float],
-        suspend: SuspendPoint | None = None,
+        config: AgentConfig,
     ) -> None:
+        """`config` sets the policy: the repeat-failure limit and streaming overlap."""
         self._dispatcher = dispatcher
-        self._suspend = suspend
+        self._suspend = runner.suspend_point
         self._registry = registry
         self._runner = runner
         self._audit_enforced = runner.audit == "enforce"
         self._halt = halt
         self._emit = emit
         self._tracer = tracer
-        self._watcher = watcher
+        limit = config.repeat_failure_limit
+        self._watcher = RepeatFailureWatcher(limit) if limit else None
         self._clock = clock
-        self.overlap = overlap
+        self.overlap = (
+            config.concurrency.enabled and config.concurrency.streaming_overlap
+        )
         """Whether calls start while the response still streams."""
         self.iteration = 0
         """The iteration events are tagged with."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, final
+from typing import Any, Unpack, final
 
 import anthropic
 
@@ -14,10 +14,9 @@ from ._anthropic_replay import anthropic_replay
 from ._anthropic_stream import AnthropicStreamMapper
 from ._base import ModelRequest
 from ._endpoint import checked_base_url
-from ._provider import EventMapper, ProviderModel
+from ._provider import EventMapper, ProviderModel, ProviderOptions
 from ._sdk_streams import SDKStream, replay_of
 from ._unexpected import WireShape, require_event_stream, whole_response
-from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
 __all__ = ["AnthropicModel"]
@@ -70,26 +69,15 @@ class AnthropicModel(ProviderModel):
         base_url: str | None = None,
         *,
         thinking: Mapping[str, Any] | None = None,
-        stream: bool = True,
-        timeout: float = 600.0,
-        context_window: int | None = None,
-        supports_parallel_tool_calls: bool | None = None,
-        on_warning: WarningHandler | None = None,
         client: anthropic.AsyncAnthropic | None = None,
+        **options: Unpack[ProviderOptions],
     ) -> None:
         if client is None:
             checked_base_url(base_url, variable="ANTHROPIC_BASE_URL")
-        super().__init__(
-            name,
-            stream=stream,
-            context_window=context_window,
-            supports_parallel_tool_calls=supports_parallel_tool_calls,
-            on_warning=on_warning,
-        )
+        super().__init__(name, **options)
         self._api_key = api_key
         self._base_url = base_url
         self._thinking = thinking
-        self._timeout = timeout
         self._given_client = client
         self._client: anthropic.AsyncAnthropic | None = None
         self._warned_temperature = False

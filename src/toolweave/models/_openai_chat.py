@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal, final
+from typing import Any, Literal, Unpack, final
 from urllib.parse import urlsplit
 
 import openai
@@ -21,10 +21,9 @@ from ._openai_chat_convert import MaxTokensField, chat_params
 from ._openai_chat_replay import chat_replay
 from ._openai_chat_stream import ChatStreamMapper
 from ._openai_errors import map_openai_error
-from ._provider import EventMapper, ProviderModel
+from ._provider import EventMapper, ProviderModel, ProviderOptions
 from ._sdk_streams import SDKStream, replay_of
 from ._unexpected import WireShape, require_event_stream, whole_response
-from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
 __all__ = [
@@ -144,32 +143,21 @@ class OpenAIChatModel(ProviderModel):
         compatible: bool | None = None,
         max_tokens_field: MaxTokensField | None = None,
         include_usage: bool = True,
-        stream: bool = True,
-        timeout: float = 600.0,
-        context_window: int | None = None,
-        supports_parallel_tool_calls: bool | None = None,
-        on_warning: WarningHandler | None = None,
         client: openai.AsyncOpenAI | None = None,
+        **options: Unpack[ProviderOptions],
     ) -> None:
         if client is None:
             checked_base_url(base_url, variable="OPENAI_BASE_URL")
         if compatible is None:
             compatible = _compatible_by_default(name, base_url, client)
         self._provider: Provider = "openai-compatible" if compatible else "openai"
-        super().__init__(
-            name,
-            stream=stream,
-            context_window=context_window,
-            supports_parallel_tool_calls=supports_parallel_tool_calls,
-            on_warning=on_warning,
-        )
+        super().__init__(name, **options)
         self._api_key = api_key
         self._base_url = base_url
         self._max_tokens_field: MaxTokensField = max_tokens_field or (
             "max_tokens" if compatible else "max_completion_tokens"
         )
         self._include_usage = include_usage
-        self._timeout = timeout
         self._given_client = client
         self._client: openai.AsyncOpenAI | None = None
         self._empty_content = compatible

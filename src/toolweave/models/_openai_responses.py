@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, final
+from typing import Any, Unpack, final
 
 import openai
 
@@ -16,10 +16,9 @@ from ._openai_errors import map_openai_error
 from ._openai_responses_convert import responses_params
 from ._openai_responses_replay import responses_replay
 from ._openai_responses_stream import ResponsesStreamMapper
-from ._provider import EventMapper, ProviderModel
+from ._provider import EventMapper, ProviderModel, ProviderOptions
 from ._sdk_streams import SDKStream, replay_of
 from ._unexpected import WireShape, require_event_stream, whole_response
-from ._warnings import WarningHandler
 from ._wire_text import utf8_payload
 
 __all__ = ["OpenAIResponsesModel"]
@@ -78,22 +77,12 @@ class OpenAIResponsesModel(ProviderModel):
         reasoning: Mapping[str, Any] | None = None,
         include_encrypted_reasoning: bool | None = None,
         store: bool = False,
-        stream: bool = True,
-        timeout: float = 600.0,
-        context_window: int | None = None,
-        supports_parallel_tool_calls: bool | None = None,
-        on_warning: WarningHandler | None = None,
         client: openai.AsyncOpenAI | None = None,
+        **options: Unpack[ProviderOptions],
     ) -> None:
         if client is None:
             checked_base_url(base_url, variable="OPENAI_BASE_URL")
-        super().__init__(
-            name,
-            stream=stream,
-            context_window=context_window,
-            supports_parallel_tool_calls=supports_parallel_tool_calls,
-            on_warning=on_warning,
-        )
+        super().__init__(name, **options)
         self._api_key = api_key
         self._base_url = base_url
         self._reasoning = reasoning
@@ -103,7 +92,6 @@ class OpenAIResponsesModel(ProviderModel):
             else include_encrypted_reasoning
         )
         self._store = store
-        self._timeout = timeout
         self._given_client = client
         self._client: openai.AsyncOpenAI | None = None
         self._warned_stop = False

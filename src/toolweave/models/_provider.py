@@ -39,7 +39,7 @@ from __future__ import annotations
 import abc
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 import anyio
 
@@ -63,7 +63,7 @@ from ._errors import names_parameter, refuses_streaming
 from ._sdk_streams import MALFORMED, SDKStream, peek, stream_url
 from ._warnings import WarningHandler, deliver_warning
 
-__all__ = ["EventMapper", "ProviderModel"]
+__all__ = ["EventMapper", "ProviderModel", "ProviderOptions"]
 
 
 class EventMapper(Protocol):
@@ -80,6 +80,25 @@ class EventMapper(Protocol):
         """
 
 
+class ProviderOptions(TypedDict, total=False):
+    """The options every SDK-backed model takes, as keywords (`ProviderModel` reads them).
+
+    Each provider's constructor documents them under its ``Args``; they are
+    one group because the base class, not the provider, acts on them.
+    """
+
+    stream: bool
+    """Stream responses (default True); False sends every request whole."""
+    timeout: float
+    """Seconds the SDK waits for the server, per read (default 600)."""
+    context_window: int | None
+    """Overrides the known-model table."""
+    supports_parallel_tool_calls: bool | None
+    """Overrides the capability table."""
+    on_warning: WarningHandler | None
+    """Receives a `toolweave.events.Warning` (see the providers' ``Args``)."""
+
+
 class ProviderModel(Model):
     """Base of the SDK-backed models. Subclasses implement the abstract hooks.
 
@@ -91,21 +110,21 @@ class ProviderModel(Model):
     _provider: Provider
     _flag_name: str
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        stream: bool = True,
-        context_window: int | None = None,
-        supports_parallel_tool_calls: bool | None = None,
-        on_warning: WarningHandler | None = None,
-    ) -> None:
+    def __init__(self, name: str, **options: Unpack[ProviderOptions]) -> None:
+        unknown = sorted(set(options) - set(ProviderOptions.__annotations__))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__}() got an unexpected keyword argument"
+                f" {unknown[0]!r}"
+            )
         self._name = name
-        self._stream = stream
-        self._context_window = context_window or context_window_for(name)
-        self._flag_configured = supports_parallel_tool_calls
+        self._stream = options.get("stream", True)
+        self._timeout = options.get("timeout", 600.0)
+        """Seconds the SDK waits for the server (per read)."""
+        self._context_window = options.get("context_window") or context_window_for(name)
+        self._flag_configured = options.get("supports_parallel_tool_calls")
         self._learned = LearnedCapabilities()
-        self._on_warning = on_warning
+        self._on_warning = options.get("on_warning")
 
     @property
     def name(self) -> str:

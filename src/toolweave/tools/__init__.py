@@ -1,4 +1,4 @@
-"""The tool contract: declarations, `@tool`, the registry, the context tools see."""
+"""The tool contract: the `Declaration` record, `@tool`, the registry, the context tools see."""
 
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,9 @@ from ._context import ShownResult as ShownResult
 from ._context import ToolContext as ToolContext
 from ._context import TranscriptView as TranscriptView
 from ._context import result_digest as result_digest
+from ._declaration import READ_ONLY as READ_ONLY
+from ._declaration import UNDECLARED as UNDECLARED
+from ._declaration import Declaration as Declaration
 from ._declaration_errors import (
     reporting_declaration_errors as reporting_declaration_errors,
 )
@@ -39,8 +42,11 @@ __getattr__, __dir__ = lazy_exports(__name__, {"coding_tools": ".builtin"})
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
+    "READ_ONLY",
+    "UNDECLARED",
     "Access",
     "Concurrency",
+    "Declaration",
     "FunctionTool",
     "Interrupt",
     "PermissionCheck",

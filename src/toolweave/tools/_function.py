@@ -15,6 +15,7 @@ from .._native.threads import run_in_worker_thread
 from .._native.unawaited import not_a_result
 from ._access import Access, Concurrency, Interrupt
 from ._context import ToolContext
+from ._declaration import UNDECLARED, declared
 from ._tool import DEFAULT_MAX_RESULT_CHARS, AccessSpec, ConcurrencySpec, Tool
 
 __all__ = ["FunctionTool", "check_tool_name", "tool"]
@@ -297,23 +298,22 @@ def tool(
     def build(func: Callable[..., Any]) -> FunctionTool:
         if not callable(func):
             raise ToolDefinitionError(f"@tool needs a function, got {func!r}")
-        if not isinstance(concurrency, Concurrency) and not callable(concurrency):
-            raise ToolDefinitionError(
-                "concurrency= must be a Concurrency or a callable"
-            )
-        if (
-            access is not None
-            and not isinstance(access, Access)
-            and not callable(access)
-        ):
-            raise ToolDefinitionError("access= must be an Access or a callable")
-        if not isinstance(interrupt, Interrupt):
-            raise ToolDefinitionError("interrupt= must be an Interrupt")
-        if timeout is not None and timeout <= 0:
-            raise ToolDefinitionError("timeout= must be positive")
-        if placement not in ("local", "ray"):
-            raise ToolDefinitionError('placement= must be "local" or "ray"')
         tool_name: str = name or str(getattr(func, "__name__", ""))
+        declaration = declared(
+            tool_name,
+            UNDECLARED,
+            concurrency=concurrency,
+            access=access,
+            access_bound=access_bound,
+            interrupt=interrupt,
+            timeout=timeout,
+            max_result_chars=max_result_chars,
+            hidden=hidden,
+            abort_siblings_on_error=abort_siblings_on_error,
+            replaceable_output=replaceable_output,
+            placement=placement,  # type: ignore[arg-type]
+            resources={} if resources is None else resources,
+        )
         for given in (tool_name, *aliases):
             check_tool_name(given)
         return FunctionTool(
@@ -321,18 +321,8 @@ def tool(
             name=tool_name,
             description=description,
             require_description=True,
-            concurrency=concurrency,
-            access=access,
-            access_bound=access_bound,
-            interrupt=interrupt,
-            timeout=timeout,
-            max_result_chars=max_result_chars,
+            declaration=declaration,
             aliases=tuple(aliases),
-            hidden=hidden,
-            abort_siblings_on_error=abort_siblings_on_error,
-            replaceable_output=replaceable_output,
-            placement=placement,
-            resources=resources,
         )
 
     if fn is not None:

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from pathlib import PurePath
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Unpack
 
 from pydantic import BaseModel, ValidationError
 
 from .._exceptions import ToolInputError
-from ._access import Access, Concurrency, Interrupt, Warrant
+from ._access import Access, Concurrency, Warrant
 from ._context import ToolContext
+from ._declaration import (
+    DEFAULT_MAX_RESULT_CHARS,
+    UNDECLARED,
+    AccessSpec,
+    ConcurrencySpec,
+    Declaration,
+    DeclarationFields,
+)
+from ._declaration import declared as declared_as
 from ._declaration_errors import report_declaration_error
 
 __all__ = [
@@ -23,14 +32,6 @@ __all__ = [
     "Tool",
     "format_validation_error",
 ]
-
-DEFAULT_MAX_RESULT_CHARS = 50_000
-"""Global default threshold above which a result is persisted (as in Claude Code)."""
-
-ConcurrencySpec: TypeAlias = (
-    Concurrency | Callable[[dict[str, Any]], Concurrency | bool]
-)
-AccessSpec: TypeAlias = Access | Callable[[dict[str, Any]], Access]
 
 
 @functools.cache
@@ -104,21 +105,26 @@ class Tool:
         name: str,
         description: str,
         input_model: type[BaseModel],
-        concurrency: ConcurrencySpec = Concurrency.SEQUENTIAL,
-        access: AccessSpec | None = None,
-        access_bound: Access | None = None,
-        interrupt: Interrupt = Interrupt.BLOCK,
-        timeout: float | None = None,
-        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        declaration: Declaration = UNDECLARED,
         aliases: tuple[str, ...] = (),
-        hidden: bool = False,
-        abort_siblings_on_error: bool = False,
-        replaceable_output: bool = False,
         runs_in_thread: bool = False,
-        placement: str = "local",
-        resources: Mapping[str, float] | None = None,
         warrant: Warrant = Warrant.USER,
+        **declared: Unpack[DeclarationFields],
     ) -> None:
+        """A tool named `name` whose calls are run as `declaration` says.
+
+        `declaration`'s fields may also be given as keywords (``timeout=5``,
+        ``concurrency=Concurrency.SAFE``, ...): they replace the same fields
+        of `declaration` (the fail-closed default when none is given), so
+        subclasses written before the record existed keep working, and one
+        declaration can be shared and varied. Either way one `Declaration` is
+        built and checked; the attributes below are its fields, read on the
+        scheduler's hot path.
+
+        Raises:
+            ToolDefinitionError: naming the tool and the field at fault.
+        """
+        declaration = declared_as(name, declaration, **declared)
         self.name = name
         """The model-facing name."""
         self.description = description
@@ -126,37 +132,56 @@ class Tool:
         self.input_model = input_model
         """The pydantic model inputs are validated against."""
         self._field_names = tuple(input_model.model_fields)
-        self.concurrency = concurrency
-        """A Concurrency, or a callable of the validated input."""
-        self.access = access
-        """An Access, or a callable of the validated input returning one; None = undeclared."""
-        self.access_bound = access_bound
-        """The most any call of this tool touches, whatever its input; None = unknown.
-
-        Read by `bound_access` (what a sub-agent holding this tool claims)."""
-        self.interrupt = interrupt
-        """What a running call does on user interrupt."""
-        self.timeout = timeout
-        """Seconds before the call is ended with a timeout error; None = config default."""
-        self.max_result_chars = max_result_chars
-        """Results longer than this are persisted and previewed; None = never."""
         self.aliases = aliases
         """Other names the registry resolves to this tool."""
-        self.hidden = hidden
-        """Hidden tools are not offered to the model and never run in parallel (as in Codex)."""
-        self.abort_siblings_on_error = abort_siblings_on_error
-        """If this call fails, cancel running siblings that also declare it (as in Claude Code)."""
-        self.replaceable_output = replaceable_output
-        """PostToolUse hooks may replace this tool's output."""
         self.runs_in_thread = runs_in_thread
         """The tool's work runs on a worker thread (it cannot be cancelled mid-way)."""
-        self.placement = placement
-        """Where the work should run: ``"local"``, or ``"ray"`` (a declaration only:
-        `toolweave.cluster.ray_tools` wraps such tools so each call is a Ray task)."""
-        self.resources: Mapping[str, float] = dict(resources or {})
-        """What one call needs where it runs, e.g. ``{"num_cpus": 4, "num_gpus": 1}``
-        (Ray resource names; custom resources allowed). Ignored for local placement."""
         self._warrant = warrant
+        self.concurrency = declaration.concurrency
+        """A Concurrency, or a callable of the validated input (`Declaration.concurrency`)."""
+        self.access = declaration.access
+        """An Access, or a callable of the validated input; None = undeclared."""
+        self.access_bound = declaration.access_bound
+        """The most any call touches, whatever its input; None = unknown (`bound_access`)."""
+        self.interrupt = declaration.interrupt
+        """What a running call does on user interrupt."""
+        self.timeout = declaration.timeout
+        """Seconds before the call is ended with a timeout error; None = config default."""
+        self.max_result_chars = declaration.max_result_chars
+        """Results longer than this are persisted and previewed; None = never."""
+        self.hidden = declaration.hidden
+        """Hidden tools are not offered to the model and never run in parallel (as in Codex)."""
+        self.abort_siblings_on_error = declaration.abort_siblings_on_error
+        """If this call fails, cancel running siblings that also declare it (as in Claude Code)."""
+        self.replaceable_output = declaration.replaceable_output
+        """PostToolUse hooks may replace this tool's output."""
+        self.placement: str = declaration.placement
+        """``"local"`` or ``"ray"`` (see `Declaration.placement`)."""
+        self.resources: Mapping[str, float] = declaration.resources
+        """What one call needs where it runs (see `Declaration.resources`)."""
+
+    @property
+    def declaration(self) -> Declaration:
+        """What this tool declares, as one record built from its attributes now.
+
+        Built on each read, so it always says what the scheduler sees (an
+        attribute changed after construction included), and checked like any
+        declaration: reading it for a tool whose attributes were set to
+        something no declaration allows raises `ToolDefinitionError`.
+        """
+        return Declaration(
+            concurrency=self.concurrency,
+            access=self.access,
+            access_bound=self.access_bound,
+            interrupt=self.interrupt,
+            timeout=self.timeout,
+            max_result_chars=self.max_result_chars,
+            hidden=self.hidden,
+            abort_siblings_on_error=self.abort_siblings_on_error,
+            replaceable_output=self.replaceable_output,
+            placement=self.placement,  # type: ignore[arg-type]
+            resources=self.resources,
+        )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -20,8 +20,9 @@ class WrappedTool(Tool):
     added latency) without changing what the scheduler and the lifecycle see:
     validation, concurrency, access, readiness, `validate_input`, permissions and
     the schema all come from `inner`. Keyword `overrides` replace declared
-    attributes (for example ``runs_in_thread=False`` when the wrapper's call can
-    be cancelled even though the inner one could not).
+    attributes, a `Declaration` field among them (for example
+    ``runs_in_thread=False`` when the wrapper's call can be cancelled even
+    though the inner one could not, or ``placement="ray"``).
     """
 
     def __init__(self, inner: Tool, **overrides: Any) -> None:
@@ -29,19 +30,9 @@ class WrappedTool(Tool):
             "name": inner.name,
             "description": inner.description,
             "input_model": inner.input_model,
-            "concurrency": inner.concurrency,
-            "access": inner.access,
-            "access_bound": inner.access_bound,
-            "interrupt": inner.interrupt,
-            "timeout": inner.timeout,
-            "max_result_chars": inner.max_result_chars,
+            "declaration": inner.declaration,
             "aliases": inner.aliases,
-            "hidden": inner.hidden,
-            "abort_siblings_on_error": inner.abort_siblings_on_error,
-            "replaceable_output": inner.replaceable_output,
             "runs_in_thread": inner.runs_in_thread,
-            "placement": inner.placement,
-            "resources": inner.resources,
         }
         super().__init__(**{**declared, **overrides})
         self.inner = inner

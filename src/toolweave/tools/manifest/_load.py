@@ -19,7 +19,12 @@ from .._tool import Tool
 from ._schema_tool import compile_input_schema
 from ._spec import ToolSpec, manifest_error, read_specs
 from ._template import TemplateError, fields_of
-from ._tool import CommandRunner, EntryPointRunner, ManifestTool, interrupt_of
+from ._tool import (
+    CommandRunner,
+    EntryPointRunner,
+    ManifestTool,
+    manifest_declaration,
+)
 
 __all__ = ["load_manifest", "load_manifests"]
 
@@ -177,12 +182,8 @@ def _build(site: _Site, spec: ToolSpec, *, trusted: bool) -> ManifestTool:
         description=spec.description,
         input_schema=spec.input_schema,
         runner=runner,
-        execution_mode=spec.execution_mode,
-        access=access,
-        base_dir=base_dir,
+        declaration=manifest_declaration(spec, access, base_dir),
         source=site.path,
-        interrupt=interrupt_of(spec.interrupt),
-        timeout=spec.timeout,
         aliases=spec.aliases,
         warrant=_warrant(runner, trusted=trusted),
     )

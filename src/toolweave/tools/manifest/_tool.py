@@ -14,11 +14,13 @@ from ..._exceptions import ToolError, ToolInputError
 from ..._native.threads import run_in_worker_thread
 from .._access import Access, Concurrency, Interrupt
 from .._context import ToolContext
+from .._declaration import Declaration
 from ._command import CommandOutcome, run_command
 from ._schema_tool import JSONSchemaTool
+from ._spec import ToolSpec
 from ._template import TemplateError, render_arg, render_keys
 
-__all__ = ["CommandRunner", "EntryPointRunner", "ManifestTool"]
+__all__ = ["CommandRunner", "EntryPointRunner", "ManifestTool", "manifest_declaration"]
 
 _EXCERPT = 2_000
 
@@ -117,9 +119,7 @@ class ManifestTool(JSONSchemaTool):
         description: str,
         input_schema: dict[str, Any],
         runner: CommandRunner | EntryPointRunner,
-        execution_mode: Literal["sequential", "parallel"],
-        access: tuple[tuple[str, ...], tuple[str, ...]] | None,
-        base_dir: str,
+        declaration: Declaration,
         source: Path,
         **options: Any,
     ) -> None:
@@ -127,21 +127,16 @@ class ManifestTool(JSONSchemaTool):
             name=name,
             description=description,
             input_schema=input_schema,
-            concurrency=(
-                Concurrency.SAFE
-                if execution_mode == "parallel"
-                else Concurrency.SEQUENTIAL
-            ),
-            access=None
-            if access is None
-            else partial(_render_access, access, base_dir),
+            declaration=declaration,
             runs_in_thread=isinstance(runner, EntryPointRunner)
             and not inspect.iscoroutinefunction(runner.function),
             **options,
         )
         self.runner = runner
         """What runs a call: a `CommandRunner` or an `EntryPointRunner`."""
-        self.execution_mode = execution_mode
+        self.execution_mode: Literal["sequential", "parallel"] = (
+            "parallel" if declaration.concurrency is Concurrency.SAFE else "sequential"
+        )
         """The manifest's ``executionMode``."""
         self.source = source
         """The manifest file the tool came from."""
@@ -158,6 +153,30 @@ class ManifestTool(JSONSchemaTool):
         return await self.runner(args)
 
 
+def manifest_declaration(
+    spec: ToolSpec,
+    access: tuple[tuple[str, ...], tuple[str, ...]] | None,
+    base_dir: str,
+) -> Declaration:
+    """The `Declaration` a manifest entry makes: the record every tool path makes.
+
+    ``executionMode`` ``"parallel"`` is SAFE, ``"sequential"`` SEQUENTIAL; the
+    ``access`` templates (checked against the input schema by the loader)
+    become a callable filling them from the validated input, relative paths
+    against `base_dir`.
+    """
+    return Declaration(
+        concurrency=(
+            Concurrency.SAFE
+            if spec.execution_mode == "parallel"
+            else Concurrency.SEQUENTIAL
+        ),
+        access=None if access is None else partial(_render_access, access, base_dir),
+        interrupt=Interrupt.CANCEL if spec.interrupt == "cancel" else Interrupt.BLOCK,
+        timeout=spec.timeout,
+    )
+
+
 def _render_access(
     templates: tuple[tuple[str, ...], tuple[str, ...]],
     base_dir: str,
@@ -168,8 +187,3 @@ def _render_access(
         reads=render_keys(reads, args, base_dir=base_dir),
         writes=render_keys(writes, args, base_dir=base_dir),
     )
-
-
-def interrupt_of(name: Literal["cancel", "block"]) -> Interrupt:
-    """The Interrupt a manifest's ``interrupt`` names."""
-    return Interrupt.CANCEL if name == "cancel" else Interrupt.BLOCK

@@ -49,8 +49,8 @@ _GREP = spec(
     "with-filename no-filename line-number initial-tab null text recursive "
     "dereference-recursive line-buffered",
     "regexp file max-count label after-context before-context context "
-    "binary-files devices directories exclude exclude-from exclude-dir include group-separator",
-    "color colour",
+    "binary-files devices directories exclude exclude-from exclude-dir include group-separator"
+    " color? colour?",
     any_word=True,
 )  # fmt: skip
 
@@ -70,7 +70,7 @@ COMMANDS: dict[str, OptionSpec] = {
                "human-readable si inode kibibytes literal numeric-uid-gid hide-control-chars "
                "show-control-chars quote-name recursive reverse size context zero",
                "block-size hide ignore format indicator-style quoting-style sort time "
-               "time-style tabsize width", "color colour hyperlink", any_word=True),
+               "time-style tabsize width color? colour? hyperlink?", any_word=True),
     "grep": _GREP, "egrep": _GREP, "fgrep": _GREP,
     "echo": spec(any_word=True),
     "pwd": spec("LP"),
@@ -88,7 +88,7 @@ COMMANDS: dict[str, OptionSpec] = {
     "du": spec("0abcDhHklLmPsSx", "dBt", "null all apparent-size bytes total "
                "dereference-args human-readable si dereference no-dereference summarize "
                "separate-dirs one-file-system count-links inodes", "max-depth block-size "
-               "threshold exclude time-style", "time", any_word=True),
+               "threshold exclude time-style time?", any_word=True),
     "df": spec("ahHiklPTx", "Bt", "all human-readable si inodes local portability "
                "print-type total", "block-size type exclude-type output", any_word=True),
     "cut": spec("snz", "bcfd", "complement only-delimited zero-terminated",
@@ -97,7 +97,7 @@ COMMANDS: dict[str, OptionSpec] = {
                any_word=True),
     "sort": _SORT,
     "uniq": spec("cdDiuz", "fsw", "count repeated ignore-case unique zero-terminated",
-                 "skip-fields skip-chars check-chars", "all-repeated group",
+                 "skip-fields skip-chars check-chars all-repeated? group?",
                  max_positionals=1),
     "diff": spec("abBdeEfilnNpqrstTuwy", "CUDFISWxX",
                  "text ignore-blank-lines minimal ignore-tab-expansion ed "
@@ -108,8 +108,7 @@ COMMANDS: dict[str, OptionSpec] = {
                  "left-column show-c-function speed-large-files no-dereference "
                  "unidirectional-new-file suppress-blank-empty",
                  "exclude exclude-from ignore-matching-lines label show-function-line "
-                 "width from-file to-file horizontal-lines tabsize",
-                 "unified context color"),
+                 "width from-file to-file horizontal-lines tabsize unified? context? color?"),
     "cmp": spec("blsz", "in", "print-bytes verbose quiet silent", "ignore-initial bytes",
                 max_positionals=4),
     "comm": spec("123z", "", "check-order nocheck-order total zero-terminated",
@@ -121,7 +120,7 @@ COMMANDS: dict[str, OptionSpec] = {
     "tac": spec("br", "s", "before regex", "separator", any_word=True),
     "rev": spec(any_word=True),
     "od": spec("bcdfilosvx", "AjNtSw", "output-duplicates traditional",
-               "address-radix skip-bytes read-bytes format strings", "width",
+               "address-radix skip-bytes read-bytes format strings width?",
                any_word=True),
     "hexdump": spec("bcCdovx", "enfsL", any_word=True),
     "strings": spec("afw", "nteTs", "all print-file-name include-all-whitespace",
@@ -154,8 +153,8 @@ COMMANDS: dict[str, OptionSpec] = {
                "raw-output join-output ascii-output sort-keys color-output "
                "monochrome-output tab exit-status seq stream raw-output0",
                "indent arg argjson slurpfile rawfile args jsonargs from-file"),
-    "date": spec("uIR", "dfr", "utc universal rfc-email debug", "date file reference",
-                 "iso-8601 rfc-3339", check=_date_operands),
+    "date": spec("uIR", "dfr", "utc universal rfc-email debug",
+                 "date file reference iso-8601? rfc-3339?", check=_date_operands),
     "hostname": spec("fsiIdaA", "", "fqdn short ip-address all-ip-addresses domain alias "
                      "all-fqdns long", max_positionals=0),
     "test": spec(any_word=False),
@@ -176,8 +175,7 @@ COMMANDS: dict[str, OptionSpec] = {
                "regexp glob iglob type type-not max-count max-depth after-context "
                "before-context context encoding sort sortr max-columns replace "
                "threads max-filesize context-separator field-match-separator "
-               "path-separator colors type-add engine",
-               "color"),
+               "path-separator colors type-add engine color?"),
     "tree": spec("adflifFgpusDhqvrtcUNQ", "LPIH", "noreport dirsfirst prune du si "
                  "gitignore", "filelimit charset sort"),  # -o writes: words must be literal
 }  # fmt: skip

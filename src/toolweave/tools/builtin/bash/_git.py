@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._options import OptionSpec, first_operand, options_ok, spec
+from ._options import OptionSpec, first_operand, optional_values, options_ok, spec
 
 __all__ = [
     "GIT_READ_UNSET",
@@ -140,7 +140,9 @@ _LOG_SHORT = _DIFF_SHORT + "gcmtr"
 def _family(
     short: str, long: str, value: str, optional: str, short_value: str
 ) -> OptionSpec:
-    return spec(short, short_value, long, value, optional, digits=True)
+    return spec(
+        short, short_value, long, f"{value} {optional_values(optional)}", digits=True
+    )
 
 
 _DIFF = _family(_DIFF_SHORT, _PRETTY, _PRETTY_VALUE, _PRETTY_OPT, "UlSG")
@@ -161,33 +163,32 @@ _SUBCOMMANDS: dict[str, OptionSpec] = {
     "shortlog": spec("nsec", "w", "numbered summary email committer", "format group"),
     "status": spec("sbvz", "u", "short branch porcelain long verbose show-stash "
                    "ahead-behind no-ahead-behind ignored renames no-renames null "
-                   "no-column", "find-renames",
-                   "untracked-files ignore-submodules porcelain column ignored"),
+                   "no-column", "find-renames untracked-files? ignore-submodules? "
+                   "porcelain? column? ignored?"),
     "rev-parse": spec("q", "", "show-toplevel show-prefix show-cdup git-dir "
                       "git-common-dir absolute-git-dir is-inside-work-tree "
                       "is-inside-git-dir is-bare-repository is-shallow-repository "
                       "verify quiet symbolic symbolic-full-name all branches tags "
                       "remotes local-env-vars show-superproject-working-tree "
-                      "show-ref-format sq-quote", "git-path", "short abbrev-ref"),
+                      "show-ref-format sq-quote", "git-path short? abbrev-ref?"),
     "rev-list": _LOGS,
     "ls-files": spec("cdmoiskuvtfz", "x", "cached deleted modified others ignored stage "
                      "killed unmerged directory no-empty-directory exclude-standard "
                      "full-name error-unmatch eol debug recurse-submodules "
-                     "deduplicate sparse", "exclude exclude-from format",
-                     "abbrev"),
+                     "deduplicate sparse", "exclude exclude-from format abbrev?"),
     "ls-tree": spec("rdtlz", "", "long name-only name-status object-only full-name "
-                    "full-tree", "format", "abbrev"),
-    "cat-file": spec("tspe", "", "", "", "", max_positionals=2),
+                    "full-tree", "format abbrev?"),
+    "cat-file": spec("tspe", "", "", "", max_positionals=2),
     # not --dirty / --broken: they refresh the index
     "describe": spec("", "", "all tags contains long always first-parent exact-match "
-                     "debug", "match exclude candidates", "abbrev"),
+                     "debug", "match exclude candidates abbrev?"),
     "merge-base": spec("a", "", "all octopus independent is-ancestor fork-point"),
     "name-rev": spec("", "", "tags name-only no-undefined always all", "refs exclude"),
     "show-ref": spec("sdq", "", "head heads tags verify dereference hash quiet "
-                     "exists branches", "", "abbrev"),
+                     "exists branches", "abbrev?"),
     "for-each-ref": spec("spq", "", "shell perl python tcl omit-empty ignore-case",
                          "count sort format points-at merged no-merged contains "
-                         "no-contains exclude", "color"),
+                         "no-contains exclude color?"),
     "count-objects": spec("vH", "", "verbose human-readable"),
     "check-ignore": spec("qvnz", "", "quiet verbose non-matching no-index"),
     "grep": spec("nivwclLhHEFGPIoqzr", "efABCm", "line-number ignore-case invert-match "
@@ -196,10 +197,10 @@ _SUBCOMMANDS: dict[str, OptionSpec] = {
                  "cached untracked no-index no-exclude-standard exclude-standard "
                  "only-matching quiet null break heading show-function function-context "
                  "all-match recurse-submodules column no-color text", "max-depth "
-                 "after-context before-context context max-count threads", "color"),
+                 "after-context before-context context max-count threads color?"),
     "blame": spec("lbtsefnpcw", "LMC", "root show-stats porcelain line-porcelain "
                   "incremental show-name show-number show-email minimal no-textconv "
-                  "progress", "date contents since ignore-rev reverse", "abbrev"),
+                  "progress", "date contents since ignore-rev reverse abbrev?"),
     "var": spec("l"),
     "version": spec("", "", "build-options"),
 }  # fmt: skip
@@ -207,9 +208,9 @@ _SUBCOMMANDS["annotate"] = _SUBCOMMANDS["blame"]
 
 _BRANCH = spec("arvl", "", "all remotes verbose list show-current no-color "
                "ignore-case omit-empty", "sort format points-at contains no-contains "
-               "merged no-merged", "color abbrev column")  # fmt: skip
+               "merged no-merged color? abbrev? column?")  # fmt: skip
 _TAG = spec("l", "n", "list ignore-case omit-empty", "sort format points-at contains "
-            "no-contains merged no-merged", "color column")  # fmt: skip
+            "no-contains merged no-merged color? column?")  # fmt: skip
 _CONFIG = spec("lz", "", "list get get-all get-regexp get-urlmatch get-color "
                "get-colorbool global local system worktree show-origin show-scope "
                "null name-only includes no-includes", "file blob type default")  # fmt: skip

@@ -25,6 +25,7 @@ __all__ = [
     "first_operand",
     "operands",
     "option_width",
+    "optional_values",
     "options_ok",
     "spec",
 ]
@@ -59,25 +60,34 @@ def spec(
     short_value: str = "",
     long: str = "",
     long_value: str = "",
-    long_optional: str = "",
     *,
     max_positionals: int | None = None,
     digits: bool = False,
     any_word: bool = False,
     check: Callable[[list[str]], bool] | None = None,
 ) -> OptionSpec:
-    """Build an `OptionSpec` from compact strings (letters; space-separated names)."""
+    """Build an `OptionSpec` from compact strings (letters; space-separated names).
+
+    A name in `long_value` ending in ``?`` takes an optional value (only
+    ``--x`` or ``--x=v``, never ``--x v``): ``spec(long_value="lines color?")``.
+    """
+    valued = long_value.split()
     return OptionSpec(
         frozenset(short),
         frozenset(short_value),
         frozenset(long.split()),
-        frozenset(long_value.split()),
-        frozenset(long_optional.split()),
+        frozenset(name for name in valued if not name.endswith("?")),
+        frozenset(name[:-1] for name in valued if name.endswith("?")),
         max_positionals,
         digits,
         any_word,
         check,
     )
+
+
+def optional_values(names: str) -> str:
+    """`names` (space-separated) marked as taking an optional value, for `spec`."""
+    return " ".join(f"{name}?" for name in names.split())
 
 
 def _long(option: str, rest: Sequence[str | None], s: OptionSpec) -> int:
