@@ -78,7 +78,7 @@ class CompletionReason(enum.Enum):
     SUSPENDED = "suspended"
     """A call must ask and nobody can answer now (``AgentConfig(on_ask="suspend")``):
     the run stopped to wait for a person's decision. `RunResult.pending` lists what
-    waits; ``Agent.resume`` continues with the decisions (see docs/approvals.md)."""
+    waits; ``Agent.resume`` continues with the decisions (see docs/human-in-the-loop.md)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ That is serial-equivalent by the scheduler's own rule: a call starts only
 once every earlier call it conflicts with has finished; a pending call never
 finished, so nothing after it that conflicts with it has run, and what did
 run commutes with it. On resume the pending and held calls run in call order
-with the person's decisions, after the ones that ran (docs/approvals.md).
+with the person's decisions, after the ones that ran (docs/human-in-the-loop.md).
 The counts come from the batch's listeners (`started`, `completed`).
 
 A resumed run's point carries the decisions, by call key (`ToolCall.ref`):

@@ -105,7 +105,7 @@ class AgentConfig:
     stops with `CompletionReason.SUSPENDED`, `RunResult.pending` lists the calls
     that wait, and ``Agent.resume(result.suspension, decisions)`` (or, stored,
     ``toolweave resume ID --approve KEY``) continues exactly where it stopped.
-    See docs/approvals.md."""
+    See docs/human-in-the-loop.md."""
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
     """Timeouts and result budgets of each call."""
     context_providers: Sequence[ContextProvider] = ()
