@@ -25,7 +25,7 @@ import pytest
 from builtin_support import run
 
 import toolweave as tw
-from temp_trees import make_chain, remove_tree
+from temp_trees import make_chain, remove_tree, too_deep
 from toolweave._exceptions import ToolError, ToolInputError, WorkspaceEscapeError
 from toolweave.events import ToolResultReady
 from toolweave.execution import PermissionMode
@@ -626,6 +626,10 @@ CASES = [
 ]
 
 
+DEEP_ENOUGH_TO_REMOVE = 100
+"""Levels below the workspace from which a case's tree is removed after it."""
+
+
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 async def test_adversarial_table(
@@ -633,19 +637,25 @@ async def test_adversarial_table(
 ) -> None:
     case.setup(root, outside)
     tools = _tools(root)
-    for path in case.reads:
-        await run(tools["read"], {"path": path}, state)
-    with anyio.fail_after(20):
-        if case.error is None:
-            out = await run(tools[case.tool], case.args, state)
-            assert isinstance(out, str)
-            assert len(out) < 20_000  # nothing huge echoed back
-            assert re.search(case.match, out, flags=re.MULTILINE), out
-        else:
-            with pytest.raises(case.error, match=case.match) as info:
-                await run(tools[case.tool], case.args, state)
-            assert len(str(info.value)) < 1_000  # a long path is not repeated whole
-    assert case.after(root, outside)
+    try:
+        for path in case.reads:
+            await run(tools["read"], {"path": path}, state)
+        with anyio.fail_after(20):
+            if case.error is None:
+                out = await run(tools[case.tool], case.args, state)
+                assert isinstance(out, str)
+                assert len(out) < 20_000  # nothing huge echoed back
+                assert re.search(case.match, out, flags=re.MULTILINE), out
+            else:
+                with pytest.raises(case.error, match=case.match) as info:
+                    await run(tools[case.tool], case.args, state)
+                assert len(str(info.value)) < 1_000  # a long path is not repeated whole
+        assert case.after(root, outside)
+    finally:
+        # a deep tree a case made (write-deep-new-dirs: 200 levels) breaks pytest's
+        # own removal of old temp roots in a later run: remove it here
+        for deep in too_deep(root, DEEP_ENOUGH_TO_REMOVE):
+            remove_tree(root / Path(deep).parts[0])
 
 
 @pytest.mark.timeout(30)
