@@ -33,8 +33,7 @@ import toolweave as tw
 from toolweave.cli._timeline_data import load_groups
 from toolweave.execution import PermissionRules
 from toolweave.models import ScriptedModel
-from toolweave.scheduling import BatchStats, CallSpan, batch_stats
-from toolweave.sessions import AccessRecord, SessionRecorder, SQLiteSessionStore
+from toolweave.sessions import SessionRecorder, SQLiteSessionStore
 
 KEYS = ("a", "b", "c")
 KINDS = ("read", "write", "safe_undeclared", "sequential_undeclared", "asks")
@@ -169,42 +168,3 @@ def test_a_recorded_batch_never_beats_its_lower_bound(scenario: dict[str, Any]) 
                 stats,
                 batch,
             )
-
-
-def _record(*keys: str, write: bool = False) -> AccessRecord:
-    return AccessRecord((), keys) if write else AccessRecord(keys, ())
-
-
-def test_a_wait_for_permission_while_nothing_runs_is_left_out() -> None:
-    """The issue's case: a read, and an edit that waited 5.6 s for the user's y."""
-    stats = batch_stats(
-        [
-            CallSpan(0.0, 0.1, _record("fs:/w/a")),
-            CallSpan(5.6, 5.7, _record("fs:/w/b", write=True), waits=((0.0, 5.6),)),
-        ]
-    )
-    assert stats == BatchStats(
-        calls=2,
-        makespan=pytest.approx(0.2),
-        serial=pytest.approx(0.2),
-        ideal=pytest.approx(0.1),
-        permission_wait=pytest.approx(5.6),
-    )
-    assert stats.speedup == pytest.approx(1.0)  # not "0.04x faster than serial"
-
-
-def test_a_wait_while_another_call_runs_is_wall_time() -> None:
-    stats = batch_stats(
-        [
-            CallSpan(0.0, 3.0, _record("fs:/w/a")),  # runs through the whole ask
-            CallSpan(2.0, 2.5, _record("fs:/w/b", write=True), waits=((0.0, 2.0),)),
-        ]
-    )
-    assert stats.makespan == pytest.approx(3.0) and stats.permission_wait == 2.0
-    assert stats.ideal == pytest.approx(3.0)
-
-
-def test_an_unrecorded_access_is_independent_in_the_bound() -> None:
-    stats = batch_stats([CallSpan(0.0, 1.0), CallSpan(0.0, 2.0), CallSpan(None, None)])
-    assert stats.ideal == pytest.approx(2.0) and stats.makespan == pytest.approx(2.0)
-    assert stats.unknown_access == 2
