@@ -138,14 +138,16 @@ class SuspendPoint:
 
     async def wait(self, pending: PendingApproval, halt: InterruptToken | None) -> bool:
         """`suspend`, cut by the run's `halt` too (then False: the call never started)."""
+        # `suspend` answers its own cancellation, so this scope never swallows
+        # an exception: what it returns is the answer, a halt's cut included.
         with anyio.CancelScope() as waiting:
             unsubscribe = None if halt is None else halt.subscribe(waiting.cancel)
             try:
-                return await self.suspend(pending)
+                suspended = await self.suspend(pending)
             finally:
                 if unsubscribe is not None:
                     unsubscribe()
-        return False  # cut before `suspend` began waiting
+        return suspended
 
     def _check(self) -> None:
         if self._pending and not self._released and self._in_flight <= 0:
