@@ -114,3 +114,36 @@ def test_a_set_after_the_tokens_loop_ended_only_marks_it(
     assert fired == ["fired"]
     token.set()  # idempotent
     assert fired == ["fired"]
+
+
+async def test_waiters_share_one_event_and_a_wait_after_set_returns_at_once() -> None:
+    token = InterruptToken()
+    woke: list[int] = []
+
+    async def waiter(n: int) -> None:
+        await token.wait()
+        woke.append(n)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waiter, 1)
+        tg.start_soon(waiter, 2)  # the second waiter finds the first one's event
+        await anyio.wait_all_tasks_blocked()
+        assert woke == []
+        token.set()
+    assert sorted(woke) == [1, 2]
+    fresh = InterruptToken()
+    fresh.set()  # set before anyone waited: no event was ever made
+    await fresh.wait()  # returns (a checkpoint), it does not hang
+    assert fresh.is_set()
+
+
+def test_a_subscriber_with_no_event_loop_runs_on_the_setting_thread() -> None:
+    token = InterruptToken()
+    seen: list[int] = []
+    unsubscribe = token.subscribe(lambda: seen.append(threading.get_ident()))
+    other = token.subscribe(lambda: seen.append(-1))
+    other()  # unsubscribed: never called
+    _set_from_a_plain_thread(token)  # no home loop: fired where set was called
+    assert len(seen) == 1 and seen[0] != threading.get_ident()
+    assert token.is_set()
+    unsubscribe()  # after the set: harmless

@@ -115,13 +115,14 @@ async def _settle_by(
     args: dict[str, object],
     executed: Executed,
 ) -> ToolResult:
-    """`settle` within the deadline's grace: the tool ran, so whatever is cut says so."""
+    """`settle` within the deadline's grace: the tool ran, so whatever is cut says so.
+
+    Only a successful call can be cut here (at its large result's write, a
+    checkpoint): a failed one's hooks answer their own cut with its error.
+    """
     with anyio.CancelScope(deadline=deadline.at + deadline.grace) as scope:
         return await settle(lc, plan, call, args, executed)
     assert scope.cancelled_caught
-    if executed.error is not None:  # the tool's own failure is the truth
-        return ToolResult(
-            call.id, executed.error, is_error=True, context_modifier=executed.modifier
-        )
+    assert executed.error is None
     # fail closed, as an interrupt in PostToolUse hooks does
     return post_hooks_cut(plan.tool, call, executed.modifier)
