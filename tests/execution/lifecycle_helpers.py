@@ -92,6 +92,28 @@ async def dispatch(
     return runner.finish_batch(results)
 
 
+async def cut_when(
+    runner: ToolRunner, item: ToolCall, reached: anyio.Event
+) -> ToolResult:
+    """Run one call, cancel it from outside once `reached` is set; return its answer.
+
+    The cancel comes from the caller's scope (Ctrl-C, a sibling's failure), not
+    from the call itself: what the runner answers then is what the tests check.
+    Exactly one result must come back, whatever was cut.
+    """
+    results: list[ToolResult] = []
+
+    async def one() -> None:
+        results.append(await runner(item))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one)
+        await reached.wait()
+        tg.cancel_scope.cancel()
+    (result,) = results
+    return result
+
+
 @contextlib.contextmanager
 def patient_autojump(real_seconds: float = 0.25) -> Iterator[None]:
     """On trio's MockClock, wait this long (real time) idle before jumping to a deadline.
