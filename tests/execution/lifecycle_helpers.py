@@ -13,6 +13,7 @@ from toolweave.events import Event
 from toolweave.execution import (
     AskAnswer,
     AskHandler,
+    ExecutionConfig,
     PermissionRules,
     RunDeadline,
     ToolRunner,
@@ -39,6 +40,23 @@ class Events:
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [e for e in self.items if isinstance(e, kind)]
+
+
+def audit_runner(
+    tmp_path: Path, tools: Sequence[Any], audit: str, events: Events
+) -> ToolRunner:
+    """A runner auditing `tools` in `audit` mode, its events kept in `events`.
+
+    No default timeout: the audit tests run real threads and processes, and on
+    trio's MockClock a pending timeout is jumped to while they work.
+    """
+    return ToolRunner(
+        ToolRegistry(list(tools)),
+        state=make_state(tmp_path),
+        on_event=events,
+        audit=audit,  # type: ignore[arg-type]
+        config=ExecutionConfig(default_timeout=None),
+    )
 
 
 @tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
