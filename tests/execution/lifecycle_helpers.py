@@ -13,6 +13,7 @@ from toolweave.events import Event
 from toolweave.execution import (
     AskAnswer,
     AskHandler,
+    ExecutionConfig,
     PermissionRules,
     RunDeadline,
     ToolRunner,
@@ -39,6 +40,23 @@ class Events:
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [e for e in self.items if isinstance(e, kind)]
+
+
+def audit_runner(
+    tmp_path: Path, tools: Sequence[Any], audit: str, events: Events
+) -> ToolRunner:
+    """A runner auditing `tools` in `audit` mode, its events kept in `events`.
+
+    No default timeout: the audit tests run real threads and processes, and on
+    trio's MockClock a pending timeout is jumped to while they work.
+    """
+    return ToolRunner(
+        ToolRegistry(list(tools)),
+        state=make_state(tmp_path),
+        on_event=events,
+        audit=audit,  # type: ignore[arg-type]
+        config=ExecutionConfig(default_timeout=None),
+    )
 
 
 @tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
@@ -90,6 +108,28 @@ async def dispatch(
     async with Dispatcher(config) as dispatcher:
         results = await dispatcher.dispatch(calls, registry, runner)
     return runner.finish_batch(results)
+
+
+async def cut_when(
+    runner: ToolRunner, item: ToolCall, reached: anyio.Event
+) -> ToolResult:
+    """Run one call, cancel it from outside once `reached` is set; return its answer.
+
+    The cancel comes from the caller's scope (Ctrl-C, a sibling's failure), not
+    from the call itself: what the runner answers then is what the tests check.
+    Exactly one result must come back, whatever was cut.
+    """
+    results: list[ToolResult] = []
+
+    async def one() -> None:
+        results.append(await runner(item))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one)
+        await reached.wait()
+        tg.cancel_scope.cancel()
+    (result,) = results
+    return result
 
 
 @contextlib.contextmanager

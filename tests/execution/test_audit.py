@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from lifecycle_helpers import Events, call, make_state
+from lifecycle_helpers import Events, audit_runner, call, make_state
 
 from toolweave._exceptions import ConfigError
 from toolweave.events import DeclarationViolation
@@ -238,15 +238,6 @@ def listener() -> Iterator[tuple[str, int]]:
         server.close()
 
 
-def _runner(tmp_path: Path, *tools: object, audit: str, events: Events) -> ToolRunner:
-    return ToolRunner(
-        ToolRegistry(list(tools)),  # type: ignore[arg-type]
-        state=make_state(tmp_path),
-        on_event=events,
-        audit=audit,  # type: ignore[arg-type]
-    )
-
-
 def _doer(op: Op, base: Path, address: tuple[str, int], access: Access) -> object:
     @tool(name="doer", concurrency=Concurrency.SAFE, access=lambda args: access)
     async def doer() -> str:
@@ -263,7 +254,7 @@ async def test_warn_reports_and_lets_it_happen(
 ) -> None:
     events = Events()
     doer = _doer(op, base, listener, Access(reads=(f"fs:{base}",)))
-    runner = _runner(tmp_path, doer, audit="warn", events=events)
+    runner = audit_runner(tmp_path, [doer], "warn", events)
     result = await runner(call("c1", "doer"))
     assert not result.is_error, result.text
     assert op.effect(base)
@@ -283,7 +274,7 @@ async def test_enforce_stops_it_before_it_happens(
 ) -> None:
     events = Events()
     doer = _doer(op, base, listener, Access(reads=(f"fs:{base}",)))
-    runner = _runner(tmp_path, doer, audit="enforce", events=events)
+    runner = audit_runner(tmp_path, [doer], "enforce", events)
     result = await runner(call("c1", "doer"))
     assert result.is_error
     assert "Blocked by the declaration audit" in result.text
@@ -308,7 +299,7 @@ async def test_a_declaration_that_covers_it_is_no_violation(
         "connect": Access(reads=("net:127.0.0.1",)),
     }[op.kind]
     doer = _doer(op, base, listener, access)
-    runner = _runner(tmp_path, doer, audit="enforce", events=events)
+    runner = audit_runner(tmp_path, [doer], "enforce", events)
     result = await runner(call("c1", "doer"))
     assert not result.is_error, result.text
     assert op.effect(base)
@@ -318,7 +309,7 @@ async def test_a_declaration_that_covers_it_is_no_violation(
 async def test_off_sees_nothing(base: Path, tmp_path: Path) -> None:
     events = Events()
     doer = _doer(OPS[0], base, ("127.0.0.1", 9), Access())
-    runner = _runner(tmp_path, doer, audit="off", events=events)
+    runner = audit_runner(tmp_path, [doer], "off", events)
     result = await runner(call("c1", "doer"))
     assert not result.is_error
     assert events.of(DeclarationViolation) == []

@@ -9,10 +9,17 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
-from lifecycle_helpers import Events, call, dispatch, make_state, run_concurrently
+from lifecycle_helpers import (
+    Events,
+    audit_runner,
+    call,
+    dispatch,
+    make_state,
+    run_concurrently,
+)
 
 from toolweave.events import DeclarationViolation
-from toolweave.execution import ExecutionConfig, ToolRunner
+from toolweave.execution import ToolRunner
 from toolweave.tools import Access, Concurrency, ToolContext, ToolRegistry, tool
 
 pytestmark = pytest.mark.anyio
@@ -32,19 +39,6 @@ def base(tmp_path: Path) -> Path:
     root = (tmp_path / "area").resolve()
     root.mkdir()
     return root
-
-
-def _runner(
-    tmp_path: Path, tools: list[object], audit: str, events: Events
-) -> ToolRunner:
-    return ToolRunner(
-        ToolRegistry(tools),  # type: ignore[arg-type]
-        state=make_state(tmp_path),
-        on_event=events,
-        audit=audit,  # type: ignore[arg-type]
-        # real threads and processes: trio's MockClock would jump to a timeout
-        config=ExecutionConfig(default_timeout=None),
-    )
 
 
 @pytest.mark.parametrize("audit", ["warn", "enforce"])
@@ -82,7 +76,7 @@ async def test_overlapping_calls_only_the_violator_is_reported(
         return "honest"
 
     events = Events()
-    runner = _runner(tmp_path, [sneaky, honest], audit, events)
+    runner = audit_runner(tmp_path, [sneaky, honest], audit, events)
     results = await run_concurrently(runner, [call("s", "sneaky"), call("h", "honest")])
     assert both_in.is_set()
     violations = events.of(DeclarationViolation)
@@ -106,7 +100,7 @@ async def test_a_sync_tool_is_followed_into_its_worker_thread(
         return "ok"
 
     events = Events()
-    runner = _runner(tmp_path, [threaded], audit, events)
+    runner = audit_runner(tmp_path, [threaded], audit, events)
     result = await runner(call("t", "threaded"))
     [violation] = events.of(DeclarationViolation)
     assert violation.call_id == "t"
@@ -135,7 +129,7 @@ async def test_to_thread_and_child_tasks_inside_a_call_are_attributed(
         return "ok"
 
     events = Events()
-    runner = _runner(tmp_path, [spreads], "warn", events)
+    runner = audit_runner(tmp_path, [spreads], "warn", events)
     await runner(call("x", "spreads"))
     seen = {Path(v.target).name: v.call_id for v in events.of(DeclarationViolation)}
     assert seen == {"from-thread": "x", "from-grandchild": "x", "from-child": "x"}
@@ -156,7 +150,7 @@ async def test_limit_a_raw_thread_is_out_of_sight(
         return "ok"
 
     events = Events()
-    runner = _runner(tmp_path, [raw], audit, events)
+    runner = audit_runner(tmp_path, [raw], audit, events)
     result = await runner(call("r", "raw"))
     assert not result.is_error
     assert (base / "raw.txt").exists()
@@ -175,7 +169,7 @@ async def test_limit_what_a_child_process_does_is_out_of_sight(
         return str(process.returncode)
 
     events = Events()
-    runner = _runner(tmp_path, [shell], "enforce", events)
+    runner = audit_runner(tmp_path, [shell], "enforce", events)
     result = await runner(call("p", "shell"))
     assert result.text == "0"
     assert (base / "child.txt").read_text() == "hi\n"
@@ -199,7 +193,7 @@ async def test_a_violation_in_a_batch_never_affects_its_siblings(
         return f"good {n}"
 
     events = Events()
-    runner = _runner(tmp_path, [bad, good], "enforce", events)
+    runner = audit_runner(tmp_path, [bad, good], "enforce", events)
     calls = [call("g1", "good", n=1), call("b", "bad"), call("g2", "good", n=2)]
     results = await dispatch(runner, ToolRegistry([bad, good]), calls)
     assert [r.text for r in (results[0], results[2])] == ["good 1", "good 2"]
@@ -222,7 +216,7 @@ async def test_a_swallowed_permission_error_still_fails_the_call(
         return "wrote"
 
     events = Events()
-    runner = _runner(tmp_path, [stubborn], "enforce", events)
+    runner = audit_runner(tmp_path, [stubborn], "enforce", events)
     result = await runner(call("s", "stubborn"))
     assert result.is_error
     assert "s.txt" in result.text
@@ -251,7 +245,7 @@ async def test_exclusive_creates_and_bytecode_caches_are_private(
         return "ok"
 
     events = Events()
-    runner = _runner(tmp_path, [atomic], "enforce", events)
+    runner = audit_runner(tmp_path, [atomic], "enforce", events)
     result = await runner(call("a", "atomic"))
     assert result.text == "ok", result.text
     assert target.read_text() == "new"
@@ -315,7 +309,7 @@ async def test_makedirs_on_existing_directories_is_no_violation(
         return "ok"
 
     events = Events()
-    runner = _runner(tmp_path, [ensure], "enforce", events)
+    runner = audit_runner(tmp_path, [ensure], "enforce", events)
     assert (await runner(call("e", "ensure"))).text == "ok"
     assert events.of(DeclarationViolation) == []
 
@@ -346,7 +340,7 @@ async def test_a_finalizer_the_garbage_collector_runs_is_not_the_tools(
         return "ok"
 
     events = Events()
-    runner = _runner(tmp_path, [innocent], audit, events)
+    runner = audit_runner(tmp_path, [innocent], audit, events)
     assert (await runner(call("i", "innocent"))).text == "ok"
     assert (base / "from-del").exists() and (base / "from-finalize").exists()
     assert events.of(DeclarationViolation) == []

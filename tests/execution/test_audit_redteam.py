@@ -11,6 +11,7 @@ covers the operation must pass it, and `check_declarations` must find it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import ctypes
 import io
@@ -32,10 +33,10 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
-from lifecycle_helpers import Events, call, make_state, run_concurrently
+from lifecycle_helpers import Events, audit_runner, call, make_state, run_concurrently
 
 from toolweave.events import DeclarationViolation
-from toolweave.execution import ExecutionConfig, ToolRunner
+from toolweave.execution import ToolRunner
 from toolweave.execution._audit_ops import classify_event
 from toolweave.execution._audit_rules import covers, exclusive_is_private, temp_dir
 from toolweave.testing import check_declarations_async
@@ -361,6 +362,13 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     (base / "outside" / "f").write_text("keep")
     (base / "inside" / "link").symlink_to(base / "outside" / "f")
     monkeypatch.chdir(tmp_path)  # a row may chdir: put it back
+    with _listening() as (tcp, udp):
+        yield World(base, tcp.getsockname(), udp.getsockname())
+
+
+@contextlib.contextmanager
+def _listening() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A TCP listener and a UDP socket on loopback, non-blocking, never read."""
     tcp = socket.socket()
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     with tcp, udp:
@@ -369,7 +377,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         tcp.setblocking(False)
         udp.bind(("127.0.0.1", 0))
         udp.setblocking(False)
-        yield World(base, tcp.getsockname(), udp.getsockname())
+        yield tcp, udp
 
 
 def _snapshot(root: Path) -> list[tuple[object, ...]]:
@@ -451,20 +459,6 @@ def _tools(
     return [doer, bystander]
 
 
-def _runner(
-    tmp_path: Path, tools: list[object], audit: str, events: Events
-) -> ToolRunner:
-    return ToolRunner(
-        ToolRegistry(tools),  # type: ignore[arg-type]
-        state=make_state(tmp_path),
-        on_event=events,
-        audit=audit,  # type: ignore[arg-type]
-        config=ExecutionConfig(
-            default_timeout=None
-        ),  # real processes on trio's MockClock
-    )
-
-
 def _reads(world: World) -> Access:
     return Access(reads=(f"fs:{world.base}",))
 
@@ -476,7 +470,9 @@ async def test_warn_reports_it_exactly_once_per_call_and_lets_it_happen(
     _skip_unsupported(case, world)
     events = Events()
     meet = _Rendezvous()
-    runner = _runner(tmp_path, _tools(case, world, _reads(world), meet), "warn", events)
+    runner = audit_runner(
+        tmp_path, _tools(case, world, _reads(world), meet), "warn", events
+    )
     before = _snapshot(world.base)
     doer, bystander = await run_concurrently(
         runner, [call("d", "doer"), call("b", "bystander")]
@@ -500,7 +496,7 @@ async def test_enforce_stops_it_before_anything_happens(
     _skip_unsupported(case, world)
     events = Events()
     meet = _Rendezvous()
-    runner = _runner(
+    runner = audit_runner(
         tmp_path, _tools(case, world, _reads(world), meet), "enforce", events
     )
     before = _snapshot(world.base)
@@ -521,22 +517,17 @@ async def test_enforce_stops_it_before_anything_happens(
 async def test_enforce_sends_no_packet(
     case: Case, world: World, tmp_path: Path
 ) -> None:
-    tcp = socket.socket()
-    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    with tcp, udp:
-        tcp.bind(("127.0.0.1", 0))
-        tcp.listen(8)
-        tcp.setblocking(False)
-        udp.bind(("127.0.0.1", 0))
-        udp.setblocking(False)
+    with _listening() as (tcp, udp):
         here = World(world.base, tcp.getsockname(), udp.getsockname())
         events = Events()
-        runner = _runner(
+        runner = audit_runner(
             tmp_path, _tools(case, here, _reads(here), None), "enforce", events
         )
         assert (await runner(call("d", "doer"))).is_error
         assert not _peers_reached(tcp, udp)
-        warn = _runner(tmp_path, _tools(case, here, _reads(here), None), "warn", events)
+        warn = audit_runner(
+            tmp_path, _tools(case, here, _reads(here), None), "warn", events
+        )
         await warn(call("w", "doer"))
         if case.name in ("connect_ex", "UDP sendto", "UDP sendmsg", "urllib"):
             assert _peers_reached(tcp, udp), "the check above could not fail"
@@ -556,7 +547,7 @@ async def test_a_declaration_that_covers_it_passes(
 ) -> None:
     _skip_unsupported(case, world)
     events = Events()
-    runner = _runner(
+    runner = audit_runner(
         tmp_path, _tools(case, world, _covering(case, world), None), "enforce", events
     )
     result = await runner(call("d", "doer"))
@@ -664,7 +655,7 @@ async def test_paths_are_judged_by_what_they_change(
         sqlite3.connect(world.base / "outside/db").close()
     events = Events()
     writer = _writer(_inside(world), lambda: run(world))
-    runner = _runner(tmp_path, [writer], "enforce", events)
+    runner = audit_runner(tmp_path, [writer], "enforce", events)
     before = _snapshot(world.base)
     result = await runner(call("w", "writer"))
     violations = events.of(DeclarationViolation)
@@ -704,7 +695,9 @@ async def test_a_scratch_file_made_exclusively_where_scratch_files_go_is_private
 
     events = Events()
     writer = _writer(access, scratch_work)
-    result = await _runner(tmp_path, [writer], "enforce", events)(call("w", "writer"))
+    result = await audit_runner(tmp_path, [writer], "enforce", events)(
+        call("w", "writer")
+    )
     assert result.text == "done", result.text
     assert events.of(DeclarationViolation) == []
 
@@ -725,7 +718,9 @@ async def test_an_exclusive_create_elsewhere_is_no_scratch_file(
 
     events = Events()
     writer = _writer(_reads(world), create)
-    result = await _runner(tmp_path, [writer], "enforce", events)(call("w", "writer"))
+    result = await audit_runner(tmp_path, [writer], "enforce", events)(
+        call("w", "writer")
+    )
     assert result.is_error
     assert os.listdir(world.base / "dir") == ["f"]
 
@@ -742,9 +737,9 @@ async def test_limit_mkfifo_and_mknod_raise_no_audit_event(
     def fifo() -> None:
         os.mkfifo(world.base / "fifo")
 
-    result = await _runner(tmp_path, [_writer(_reads(world), fifo)], "enforce", events)(
-        call("w", "writer")
-    )
+    result = await audit_runner(
+        tmp_path, [_writer(_reads(world), fifo)], "enforce", events
+    )(call("w", "writer"))
     assert result.text == "done"
     assert (world.base / "fifo").exists()
     assert events.of(DeclarationViolation) == []
@@ -767,7 +762,7 @@ async def test_limit_executor_threads_need_the_context_copied(
             pool.submit(ctx.run, open, world.base / "copied", "w").result().close()
 
     writer = _writer(_reads(world), via_executor)
-    result = await _runner(tmp_path, [writer], "warn", events)(call("w", "writer"))
+    result = await audit_runner(tmp_path, [writer], "warn", events)(call("w", "writer"))
     assert result.text == "done"
     assert [Path(v.target).name for v in events.of(DeclarationViolation)] == ["copied"]
 
@@ -783,7 +778,7 @@ async def test_limit_a_ctypes_function_looked_up_before_the_call_is_not_seen(
     def shell() -> None:
         system(f"touch {world.base}/spawned".encode())
 
-    result = await _runner(
+    result = await audit_runner(
         tmp_path, [_writer(_reads(world), shell)], "enforce", events
     )(call("w", "writer"))
     assert result.text == "done"
@@ -808,7 +803,9 @@ async def test_limit_asyncio_run_in_executor_does_not_carry_the_call(
         return "done"
 
     events = Events()
-    result = await _runner(tmp_path, [offload], "enforce", events)(call("o", "offload"))
+    result = await audit_runner(tmp_path, [offload], "enforce", events)(
+        call("o", "offload")
+    )
     assert result.text == "done"
     assert (world.base / "exec").exists()
     assert events.of(DeclarationViolation) == []
@@ -928,7 +925,7 @@ async def test_a_scratch_file_left_behind_beside_a_declared_file_is_a_violation(
     access = Access(writes=(f"fs:{world.base}/outside/target",))
     events = Events()
     writer = _writer(access, lambda: leave(world))
-    result = await _runner(tmp_path, [writer], audit, events)(call("w", "writer"))
+    result = await audit_runner(tmp_path, [writer], audit, events)(call("w", "writer"))
     [violation] = events.of(DeclarationViolation)
     assert violation.target.startswith(f"{world.base}/outside/")
     assert "left behind" in violation.reason and not violation.blocked
@@ -948,7 +945,7 @@ async def test_a_scratch_file_left_in_the_temp_dir_is_no_violation(
 
     writer = _writer(_reads(world), leave)
     try:
-        result = await _runner(tmp_path, [writer], "enforce", events)(
+        result = await audit_runner(tmp_path, [writer], "enforce", events)(
             call("w", "writer")
         )
     finally:
@@ -965,7 +962,9 @@ async def test_creating_the_declared_file_itself_exclusively_is_no_leftover(
     target = world.base / "outside" / "target"
     events = Events()
     writer = _writer(Access(writes=(f"fs:{target}",)), lambda: target.open("x").close())
-    result = await _runner(tmp_path, [writer], "enforce", events)(call("w", "writer"))
+    result = await audit_runner(tmp_path, [writer], "enforce", events)(
+        call("w", "writer")
+    )
     assert result.text == "done", result.text
     assert target.exists()
     assert events.of(DeclarationViolation) == []

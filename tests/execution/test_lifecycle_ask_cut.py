@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lifecycle_helpers import Approvals, call
+from lifecycle_helpers import Approvals, call, cut_when
 
 from toolweave.execution import (
     AskAnswer,
@@ -103,17 +103,8 @@ async def test_a_call_cancelled_at_its_prompt_is_answered_not_run(
         raise AssertionError("unreachable")
 
     runner = approvals.runner(tmp_path, ask, halt=None)
-    results: list[ToolResult] = []
-    with anyio.CancelScope() as scope:
-
-        async def one() -> None:
-            results.append(await runner(call("a", "guarded", n=1)))
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(one)
-            await asking.wait()
-            scope.cancel()
-    assert approvals.ran == [] and len(results) == 1 and _not_run(results[0])
+    result = await cut_when(runner, call("a", "guarded", n=1), asking)
+    assert approvals.ran == [] and _not_run(result)
 
 
 async def test_an_answer_before_the_halt_lets_the_call_run(

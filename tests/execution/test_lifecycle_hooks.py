@@ -9,7 +9,14 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from lifecycle_helpers import Events, call, dispatch, make_state, registry_with
+from lifecycle_helpers import (
+    Events,
+    call,
+    cut_when,
+    dispatch,
+    make_state,
+    registry_with,
+)
 
 from toolweave._exceptions import StopRun
 from toolweave.events import Warning as WarningEvent
@@ -505,16 +512,7 @@ async def test_a_call_cancelled_in_its_post_hooks_says_it_finished_and_keeps_its
         await anyio.sleep_forever()
 
     runner = ToolRunner(registry_with(change), state=make_state(tmp_path), hooks=hooks)
-    results: list[ToolResult] = []
-    async with anyio.create_task_group() as tg:
-
-        async def one() -> None:
-            results.append(await runner(call("c1", "change")))
-
-        tg.start_soon(one)
-        await inside.wait()
-        tg.cancel_scope.cancel()
-    (result,) = results
+    result = await cut_when(runner, call("c1", "change"), inside)
     assert result.is_error and not result.synthetic
     assert "finished" in result.text and "secret" not in result.text
     assert result.context_modifier is not None
@@ -544,16 +542,7 @@ async def test_a_call_cancelled_in_its_pre_hooks_says_it_never_started(
         await anyio.sleep_forever()
 
     runner = ToolRunner(registry_with(change), state=make_state(tmp_path), hooks=hooks)
-    results: list[ToolResult] = []
-    async with anyio.create_task_group() as tg:
-
-        async def one() -> None:
-            results.append(await runner(call("c1", "change")))
-
-        tg.start_soon(one)
-        await inside.wait()
-        tg.cancel_scope.cancel()
-    (result,) = results
+    result = await cut_when(runner, call("c1", "change"), inside)
     assert result.is_error and result.synthetic
     assert "never started" in result.text and ran == []
 
@@ -582,16 +571,7 @@ async def test_a_call_cancelled_in_its_failure_hooks_keeps_its_own_error(
         await anyio.sleep_forever()
 
     runner = ToolRunner(registry_with(broken), state=make_state(tmp_path), hooks=hooks)
-    results: list[ToolResult] = []
-    async with anyio.create_task_group() as tg:
-
-        async def one() -> None:
-            results.append(await runner(call("c1", "broken")))
-
-        tg.start_soon(one)
-        await inside.wait()
-        tg.cancel_scope.cancel()
-    (result,) = results
+    result = await cut_when(runner, call("c1", "broken"), inside)
     assert (result.text, result.is_error, result.synthetic) == (
         "disk full",
         True,

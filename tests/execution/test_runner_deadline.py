@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lifecycle_helpers import call, make_state, registry_with
+from lifecycle_helpers import call, cut_when, make_state, registry_with
 
 from toolweave import ToolError
 from toolweave.execution import (
@@ -183,17 +183,8 @@ async def test_a_cancel_in_pre_hooks_under_a_far_bound_keeps_its_own_answer(
         await anyio.sleep_forever()
 
     runner = _runner(tmp_path, _deadline(3600.0), hooks)
-    results: list[ToolResult] = []
-
-    async def one() -> None:
-        results.append(await runner(call("a", "quick")))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(one)
-        await entered.wait()
-        tg.cancel_scope.cancel()
+    result = await cut_when(runner, call("a", "quick"), entered)
     assert ran == []
-    [result] = results
     assert result.is_error and result.synthetic
     assert result.text == (  # the caller's cut, not the deadline's
         "Stopped while its PreToolUse hooks ran: the tool 'quick' never started,"

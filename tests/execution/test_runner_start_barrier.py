@@ -13,10 +13,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lifecycle_helpers import call, make_state, registry_with
+from lifecycle_helpers import call, cut_when, make_state, registry_with
 
 from toolweave.execution import StartBarrier, ToolRunner
-from toolweave.messages import ToolCall, ToolResult
+from toolweave.messages import ToolCall
 from toolweave.tools import tool
 
 pytestmark = pytest.mark.anyio
@@ -96,17 +96,8 @@ async def test_a_cancel_while_the_start_is_recorded_answers_not_run(
         raise AssertionError("unreachable")
 
     runner = _runner(tmp_path, barrier)
-    results: list[ToolResult] = []
-
-    async def one() -> None:
-        results.append(await runner(call("a", "effect", n=1)))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(one)
-        await waiting.wait()
-        tg.cancel_scope.cancel()
+    result = await cut_when(runner, call("a", "effect", n=1), waiting)
     assert ran == []
-    [result] = results
     assert result.is_error and result.synthetic
     assert result.text == (
         "Not run: interrupted while its start was being recorded; the tool 'effect'"

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from .._native.threads import AbandonRecord, abandons_here, current_zone
-from ..tools import Tool
-from ..tools._declaration_errors import silenced_declaration_errors
+from ..tools import Tool, silenced_declaration_errors
 from ._audit_ops import AUDITED_EVENTS, Operation, classify_event
 from ._audit_rules import (
     effective_access,

@@ -23,6 +23,9 @@ from ._declaration import Declaration as Declaration
 from ._declaration_errors import (
     reporting_declaration_errors as reporting_declaration_errors,
 )
+from ._declaration_errors import (
+    silenced_declaration_errors as silenced_declaration_errors,
+)
 from ._function import FunctionTool as FunctionTool
 from ._function import tool as tool
 from ._registry import ToolLike as ToolLike
@@ -69,5 +72,6 @@ __all__ = [
     "result_digest",
     "run_in_worker_thread",
     "sandbox_mode",
+    "silenced_declaration_errors",
     "tool",
 ]

@@ -12,7 +12,10 @@ made wrong on purpose: the extra write fails, end to end through `tw.Agent`.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -41,9 +44,23 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    """A git workspace: build/ (a file), src/a.py, a link to src/a.py, a hard link."""
-    root = (tmp_path / "ws").resolve()
+def ws() -> Iterator[Path]:
+    """A git workspace: build/ (a file), src/a.py, a link to src/a.py, a hard link.
+
+    Made in a scratch directory right under /tmp, not pytest's: Landlock's
+    read confinement needs a rule per entry beside each ancestor of the
+    workspace, and pytest's run directory holds one per test (thousands in a
+    full run: past `MAX_ANCESTOR_ENTRIES` reads stay wide, as
+    test_builtin_bash_declared_access covers).
+    """
+    base = Path(tempfile.mkdtemp(prefix="tw-writes-", dir="/tmp")).resolve()
+    try:
+        yield _workspace(base / "ws")
+    finally:
+        shutil.rmtree(base)
+
+
+def _workspace(root: Path) -> Path:
     (root / "build").mkdir(parents=True)
     (root / "src").mkdir()
     (root / "linked").mkdir()
