@@ -33,71 +33,63 @@ from __future__ import annotations
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 import anyio
 
 from . import _needs_langgraph  # noqa: F401  first: a missing framework names its extra
 
 # isort: split
-from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
+from langchain_core.messages import AnyMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt.tool_node import ToolRuntime, _handle_tool_error
+from langgraph.prebuilt.tool_node import ToolRuntime
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 from pydantic import BaseModel
 
 from ..scheduling import InterruptToken
 from ..tools import run_in_worker_thread
 from ._blocking import run_blocking
 from ._declaration import Declaration, Declarations, checked_declarations
-from ._foreign import ForeignScheduler, Outcome, Raised
+from ._foreign import ForeignScheduler
+from ._lg_common import (
+    INTERRUPT_KEY,
+    FanOut,
+    SplitBatchWarning,
+    Unanswerable,
+    describe,
+    error_message,
+    interrupt_of,
+    loop_local,
+    no_value,
+)
+from ._lg_common import Output as _Output
+from ._send_batch import Seat
 
-__all__ = ["INTERRUPT_KEY", "Declaration", "ScheduledToolNode", "SplitBatchWarning"]
+if TYPE_CHECKING:
+    from ._lg_middleware import ScheduledToolMiddleware
 
-INTERRUPT_KEY = "toolweave_interrupt"
-"""Key in ``config["configurable"]`` for the run's `InterruptToken`."""
+__all__ = [
+    "INTERRUPT_KEY",
+    "Declaration",
+    "ScheduledToolMiddleware",
+    "ScheduledToolNode",
+    "SplitBatchWarning",
+]
 
-
-class SplitBatchWarning(UserWarning):
-    """The node was handed one call of a larger batch: it cannot order it against the rest."""
-
-
-_Output = ToolMessage | Command[Any] | list[ToolMessage | Command[Any]]
 _InputType = Literal["list", "dict", "tool_calls"]
 
 
-def _describe(value: _Output) -> str | Raised:
-    """Text of a node output for toolweave's result; an error ToolMessage is Raised."""
-    if isinstance(value, ToolMessage):
-        content = value.content
-        text = content if isinstance(content, str) else str(content)
-        return Raised(text) if value.status == "error" else text
-    if isinstance(value, list):
-        parts = [_describe(v) for v in value]
-        return "\n".join(p.text if isinstance(p, Raised) else p for p in parts)
-    return repr(value)
+def __getattr__(name: str) -> Any:
+    """`ScheduledToolMiddleware` is imported on first use: it needs ``langchain``."""
+    if name == "ScheduledToolMiddleware":
+        from ._lg_middleware import ScheduledToolMiddleware
 
-
-class _Unanswerable(Exception):
-    """Carries past the scheduler an error no setting answers (an invalid resume)."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _error_message(call: ToolCall, exc: Exception) -> ToolMessage:
-    return ToolMessage(
-        content=_handle_tool_error(exc, flag=True),
-        name=call["name"],
-        tool_call_id=call["id"],
-        status="error",
-    )
+        return ScheduledToolMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ScheduledToolNode(ToolNode):
@@ -140,31 +132,51 @@ class ScheduledToolNode(ToolNode):
         self._passthrough: tuple[type[BaseException], ...] = (
             (GraphBubbleUp, Exception)
             if on_error == "raise"
-            else (GraphBubbleUp, _Unanswerable)
+            else (GraphBubbleUp, Unanswerable)
         )
         self._warned = False
         self._scheduler = ForeignScheduler(
             checked_declarations(declarations), **(scheduler_options or {})
         )
+        self._fanout = FanOut(self._scheduler)
 
-    def _parse_input(
-        self, input: list[AnyMessage] | dict[str, Any] | BaseModel
-    ) -> tuple[list[ToolCall], _InputType]:
-        tool_calls, input_type = super()._parse_input(input)
-        if (
-            not self._warned
-            and isinstance(input, dict)
-            and input.get("__type") == "tool_call_with_context"
-        ):
+    def __iter__(self) -> NoReturn:
+        """Refused: ``create_agent`` takes a list of tools, not a node."""
+        raise TypeError(
+            "a ScheduledToolNode is a graph node, not a list of tools: for"
+            " langchain's create_agent pass the tools and"
+            " middleware=[ScheduledToolMiddleware(declarations)]"
+            " (from toolweave.integrations.langgraph)"
+        )
+
+    def _seat_of(
+        self,
+        input_type: _InputType,
+        tool_calls: list[ToolCall],
+        runtimes: list[ToolRuntime[Any, Any]],
+        runtime: Runtime[Any],
+    ) -> Seat | None:
+        """The seat of a lone call LangGraph sent on its own, in its AI message's batch.
+
+        None for a whole message (the node schedules it itself) or a lone call
+        no AI message in the state holds (it runs unordered: warned once).
+        """
+        if input_type != "tool_calls" or len(tool_calls) != 1:
+            return None
+        call, tool_runtime = tool_calls[0], runtimes[0]
+        seat = self._fanout.seat(
+            call, tool_runtime.state, tool_runtime.config, runtime.execution_info
+        )
+        if seat is None and not self._warned:
             self._warned = True
             warnings.warn(
-                "ScheduledToolNode was handed one tool call of a batch (LangGraph Send,"
-                " e.g. create_react_agent(version='v2')); calls sent apart cannot be"
-                " ordered against each other. Use create_react_agent(version='v1').",
+                "ScheduledToolNode was handed one tool call (LangGraph Send) whose AI"
+                " message is not in the state: it cannot be ordered against the"
+                " message's other calls.",
                 SplitBatchWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return tool_calls, input_type
+        return seat
 
     def _runtimes(
         self,
@@ -202,6 +214,7 @@ class ScheduledToolNode(ToolNode):
         runtimes: list[ToolRuntime[Any, Any]],
         *,
         sync: bool,
+        interrupt: InterruptToken | None,
     ) -> list[_Output]:
         """Run the calls on toolweave's schedule: `ToolNode`'s own per-call method each.
 
@@ -240,24 +253,24 @@ class ScheduledToolNode(ToolNode):
         def recover(index: int, exc: Exception) -> _Output:
             # isolation: never abort the graph
             if is_invalid_resume(exc):  # as ToolNode: the interrupt is asked again
-                raise _Unanswerable(exc) from exc
-            return _error_message(tool_calls[index], exc)
+                raise Unanswerable(exc) from exc
+            return error_message(tool_calls[index], exc)
 
         try:
             outcomes = await self._scheduler.run(
                 [(c["id"] or "", c["name"], c["args"]) for c in tool_calls],
                 invoke,
-                _describe,
+                describe,
                 passthrough=self._passthrough,
-                interrupt=_interrupt_of(config),
+                interrupt=interrupt,
                 recover=recover,
             )
-        except _Unanswerable as wrapped:
+        except Unanswerable as wrapped:
             raise wrapped.error from None
         # The node's value where it ran (even None, from a wrapper that returned
         # nothing: `ToolNode` passes it on too), else why not.
         return [
-            cast("_Output", o.value) if o.ran else _no_value(c, o)
+            cast("_Output", o.value) if o.ran else no_value(c, o)
             for c, o in zip(tool_calls, outcomes, strict=True)
         ]
 
@@ -269,9 +282,22 @@ class ScheduledToolNode(ToolNode):
     ) -> Any:
         tool_calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, config, runtime, tool_calls)
-        outputs = await self._schedule(
-            tool_calls, config, input_type, runtimes, sync=False
-        )
+        interrupt = interrupt_of(config)
+        seat = self._seat_of(input_type, tool_calls, runtimes, runtime)
+        try:
+            if seat is not None:  # interrupted while waiting: answered "not run"
+                await seat.wait(interrupt)
+            outputs = await self._schedule(
+                tool_calls,
+                config,
+                input_type,
+                runtimes,
+                sync=False,
+                interrupt=interrupt,
+            )
+        finally:
+            if seat is not None:
+                seat.leave()
         return self._combine_tool_outputs(outputs, input_type)
 
     def _func(
@@ -282,31 +308,22 @@ class ScheduledToolNode(ToolNode):
     ) -> Any:
         tool_calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, config, runtime, tool_calls)
-
-        async def batch() -> list[_Output]:
-            return await self._schedule(
-                tool_calls, config, input_type, runtimes, sync=True
-            )
-
-        outputs = run_blocking(batch)
+        seat = self._seat_of(input_type, tool_calls, runtimes, runtime)
+        with loop_local(interrupt_of(config)) as interrupt:
+            try:
+                if seat is not None:  # interrupted while waiting: answered "not run"
+                    seat.wait_sync(interrupt)
+                batch = partial(
+                    self._schedule,
+                    tool_calls,
+                    config,
+                    input_type,
+                    runtimes,
+                    sync=True,
+                    interrupt=interrupt,
+                )
+                outputs = run_blocking(batch)
+            finally:
+                if seat is not None:
+                    seat.leave()
         return self._combine_tool_outputs(outputs, input_type)
-
-
-def _interrupt_of(config: RunnableConfig) -> InterruptToken | None:
-    token = (config.get("configurable") or {}).get(INTERRUPT_KEY)
-    if token is None or isinstance(token, InterruptToken):
-        return token
-    raise TypeError(
-        f"config['configurable'][{INTERRUPT_KEY!r}] must be a toolweave"
-        f" InterruptToken, not {type(token).__name__}"
-    )
-
-
-def _no_value(call: ToolCall, outcome: Outcome[_Output]) -> ToolMessage:
-    """The error ToolMessage answering a call the node gave no value for: why."""
-    return ToolMessage(
-        content=outcome.result.text,
-        name=call["name"],
-        tool_call_id=call["id"],
-        status="error",
-    )

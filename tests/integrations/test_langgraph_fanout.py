@@ -1,0 +1,279 @@
+"""toolweave's schedule across LangGraph's Send fan-out: create_agent and v2 create_react_agent.
+
+Both send every tool call of the model's message to the tools node as a task of
+its own. `ScheduledToolMiddleware` (create_agent) and `ScheduledToolNode` (v2)
+admit each through the batch of its AI message: proved here with real graphs,
+LangChain's fake chat model, overlap by rendezvous (the Probe), the write alone,
+results in call order, on the async path (asyncio: LangGraph's own loop) and on
+the sync path (LangGraph's worker threads), and an interrupt set from another
+thread during a sync run.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from framework_probe import DECLARATIONS, RENDEZVOUS_TIMEOUT, SCENARIO, Probe
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from test_langgraph import RecordingModel, _answers, _model, _tools
+
+from toolweave import Access, Concurrency, Interrupt
+from toolweave.integrations import READ_ONLY, Declaration
+from toolweave.integrations.langgraph import (
+    INTERRUPT_KEY,
+    ScheduledToolMiddleware,
+    ScheduledToolNode,
+)
+from toolweave.scheduling import ConcurrencyConfig, InterruptToken
+
+EXPECTED = ["value of a", "value of b", "wrote W", "value of c", "value of d"]
+
+
+def _agent(model: RecordingModel, tools: Sequence[BaseTool], **options: Any) -> Any:
+    from langchain.agents import create_agent
+
+    middleware = ScheduledToolMiddleware(DECLARATIONS, **options)
+    return create_agent(model, tools=list(tools), middleware=[middleware])
+
+
+def _v2(model: RecordingModel, node: ScheduledToolNode) -> Any:
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return create_react_agent(model, node, version="v2")
+
+
+def _check(model: RecordingModel, out: dict[str, Any]) -> None:
+    answers = _answers(model)
+    assert [m.tool_call_id for m in answers] == ["c0", "c1", "c2", "c3", "c4"]
+    assert [m.content for m in answers] == EXPECTED
+    assert [m.status for m in answers] == ["success"] * 5
+    assert out["messages"][-1].content == "done"
+
+
+@pytest.mark.anyio
+async def test_create_agent_overlaps_reads_and_isolates_the_write() -> None:
+    probe = Probe()
+    model = _model(*SCENARIO)
+    out = await _agent(model, _tools(probe)).ainvoke({"messages": [HumanMessage("go")]})
+    probe.check()
+    _check(model, out)
+
+
+def test_create_agent_sync_path_overlaps_reads_and_isolates_the_write() -> None:
+    probe = Probe()
+    model = _model(*SCENARIO)
+    agent = _agent(model, _tools(probe, sync=True))
+    out = agent.invoke({"messages": [HumanMessage("go")]})
+    probe.check()  # the reads of a pair met at a threading barrier
+    _check(model, out)
+
+
+@pytest.mark.anyio
+async def test_create_agent_without_the_middleware_runs_the_write_beside_the_reads() -> (
+    None
+):
+    """The baseline: create_agent's own ToolNode starts every call of the message."""
+    from langchain.agents import create_agent
+
+    probe = Probe()
+    agent = create_agent(_model(*SCENARIO), tools=_tools(probe))
+    await agent.ainvoke({"messages": [HumanMessage("go")]})
+    at = {e: i for i, e in enumerate(probe.log)}
+    assert at["start", "W"] < at["end", "a"]
+
+
+def test_a_scheduled_tool_node_given_to_create_agent_names_the_middleware() -> None:
+    from langchain.agents import create_agent
+
+    node = ScheduledToolNode(_tools(Probe()), declarations=DECLARATIONS)
+    with pytest.raises(TypeError, match=r"middleware=\[ScheduledToolMiddleware"):
+        create_agent(_model(("read", "a")), tools=node)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_v2_react_agent_schedules_across_its_sends() -> None:
+    probe = Probe()
+    model = _model(*SCENARIO)
+    node = ScheduledToolNode(_tools(probe), declarations=DECLARATIONS)
+    out = await _v2(model, node).ainvoke({"messages": [HumanMessage("go")]})
+    probe.check()
+    _check(model, out)
+
+
+def test_v2_react_agent_sync_path_schedules_across_its_sends() -> None:
+    probe = Probe()
+    model = _model(*SCENARIO)
+    node = ScheduledToolNode(_tools(probe, sync=True), declarations=DECLARATIONS)
+    out = _v2(model, node).invoke({"messages": [HumanMessage("go")]})
+    probe.check()
+    _check(model, out)
+
+
+@pytest.mark.anyio
+async def test_create_agent_cap_is_reached_and_never_exceeded() -> None:
+    import anyio
+
+    inside = 0
+    peak = 0
+    reached = anyio.Event()
+    release = anyio.Event()
+
+    async def read(name: str) -> str:
+        nonlocal inside, peak
+        inside += 1
+        peak = max(peak, inside)
+        if inside == 2:
+            reached.set()
+        await release.wait()
+        inside -= 1
+        return name
+
+    tool = StructuredTool.from_function(coroutine=read, name="read", description="r")
+    model = _model(*[("read", str(i)) for i in range(5)])
+    agent = _agent(
+        model,
+        [tool],
+        scheduler_options={"config": ConcurrencyConfig(max_concurrency=2)},
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(agent.ainvoke, {"messages": [HumanMessage("go")]})
+        with anyio.fail_after(RENDEZVOUS_TIMEOUT):  # deadlock guard only
+            await reached.wait()
+        await anyio.wait_all_tasks_blocked()  # a third call would be inside now
+        assert inside == 2
+        release.set()
+    assert peak == 2
+    assert [m.content for m in _answers(model)] == ["0", "1", "2", "3", "4"]
+
+
+@pytest.mark.anyio
+async def test_a_raising_tool_is_answered_and_its_siblings_finish() -> None:
+    probe = Probe()
+
+    async def boom(name: str) -> str:
+        raise ValueError(f"boom {name}")
+
+    tools = [
+        *_tools(probe),
+        StructuredTool.from_function(coroutine=boom, name="boom", description="b"),
+    ]
+    model = _model(("read", "a"), ("boom", "x"), ("read", "b"))
+    from langchain.agents import create_agent
+
+    middleware = ScheduledToolMiddleware({**DECLARATIONS, "boom": READ_ONLY})
+    agent = create_agent(model, tools=tools, middleware=[middleware])
+    await agent.ainvoke({"messages": [HumanMessage("go")]})
+    answers = _answers(model)
+    assert [m.status for m in answers] == ["success", "error", "success"]
+    assert "boom x" in str(answers[1].content)
+
+
+def _build_agent(model: RecordingModel, tools: list[BaseTool], decl: Any) -> Any:
+    from langchain.agents import create_agent
+
+    return create_agent(model, tools=tools, middleware=[ScheduledToolMiddleware(decl)])
+
+
+def _build_v2(model: RecordingModel, tools: list[BaseTool], decl: Any) -> Any:
+    return _v2(model, ScheduledToolNode(tools, declarations=decl))
+
+
+each_fanout = pytest.mark.parametrize(
+    "build", [_build_agent, _build_v2], ids=["create_agent", "react_v2"]
+)
+
+
+def _sync_interrupt_run(
+    build: Callable[..., Any], interrupt: Interrupt
+) -> tuple[list[ToolMessage], list[str]]:
+    """c0 slow (sync, declared `interrupt`), c1 a read beside it, c2 a write after both.
+
+    Another thread (neither LangGraph's nor a loop's) sets the token once c0 and
+    c1 are both inside, then lets c0 finish. The write must never start.
+    """
+    token = InterruptToken()
+    inside = threading.Barrier(3)
+    finish = threading.Event()
+    started: list[str] = []
+
+    def slow(name: str) -> str:
+        started.append(name)
+        inside.wait(timeout=RENDEZVOUS_TIMEOUT)
+        assert finish.wait(timeout=RENDEZVOUS_TIMEOUT)
+        return f"slow {name} finished"
+
+    def read(name: str) -> str:
+        started.append(name)
+        inside.wait(timeout=RENDEZVOUS_TIMEOUT)
+        return f"read {name}"
+
+    def write(name: str) -> str:
+        started.append(name)
+        return f"wrote {name}"
+
+    def interrupter() -> None:
+        inside.wait(timeout=RENDEZVOUS_TIMEOUT)
+        token.set()
+        if interrupt is Interrupt.BLOCK:
+            finish.set()  # a BLOCK call runs to its end: let it
+
+    tools: list[BaseTool] = [
+        StructuredTool.from_function(f, name=f.__name__, description="t")
+        for f in (slow, read, write)
+    ]
+    reads = Access(reads=("db",))
+    declarations = {
+        "slow": Declaration(
+            concurrency=Concurrency.SAFE, access=reads, interrupt=interrupt
+        ),
+        "read": Declaration(concurrency=Concurrency.SAFE, access=reads),
+        "write": Declaration(access=Access(writes=("db",))),
+    }
+    model = _model(("slow", "s"), ("read", "r"), ("write", "w"))
+    helper = threading.Thread(target=interrupter)
+    helper.start()
+    try:
+        build(model, tools, declarations).invoke(
+            {"messages": [HumanMessage("go")]},
+            {"configurable": {INTERRUPT_KEY: token}},
+        )
+    finally:
+        finish.set()  # a CANCEL call's abandoned thread ends here
+        helper.join(timeout=RENDEZVOUS_TIMEOUT)
+    return _answers(model), started
+
+
+@each_fanout
+def test_sync_run_interrupted_from_another_thread_block_call_runs_to_its_end(
+    build: Callable[..., Any],
+) -> None:
+    answers, started = _sync_interrupt_run(build, Interrupt.BLOCK)
+    assert [m.tool_call_id for m in answers] == ["c0", "c1", "c2"]
+    assert (answers[0].status, answers[0].content) == ("success", "slow s finished")
+    assert (answers[1].status, answers[1].content) == ("success", "read r")
+    assert answers[2].status == "error"
+    assert str(answers[2].content).startswith("Not run: interrupted")
+    assert "w" not in started
+
+
+@each_fanout
+def test_sync_run_interrupted_from_another_thread_cancel_call_is_answered_now(
+    build: Callable[..., Any],
+) -> None:
+    answers, started = _sync_interrupt_run(build, Interrupt.CANCEL)
+    assert [m.tool_call_id for m in answers] == ["c0", "c1", "c2"]
+    # answered while its thread still ran: what it did is not known
+    assert answers[0].status == "error"
+    assert str(answers[0].content).startswith("Cancelled: interrupted")
+    assert "effects it had are unknown" in str(answers[0].content)
+    assert (answers[1].status, answers[1].content) == ("success", "read r")
+    assert answers[2].status == "error"
+    assert str(answers[2].content).startswith("Not run: interrupted")
+    assert "w" not in started
