@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from framework_probe import DECLARATIONS, RENDEZVOUS_TIMEOUT, SCENARIO, Probe
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from test_langgraph import RecordingModel, _answers, _model, _tools
 
@@ -277,3 +277,66 @@ def test_sync_run_interrupted_from_another_thread_cancel_call_is_answered_now(
     assert answers[2].status == "error"
     assert str(answers[2].content).startswith("Not run: interrupted")
     assert "w" not in started
+
+
+@pytest.mark.anyio
+async def test_a_resumed_step_does_not_wait_for_calls_that_finished_before() -> None:
+    """interrupt() in the middle call of W, ask, W (all on one key), resumed by a new
+    process (a new agent on the same checkpointer): LangGraph sends only the
+    interrupted call again, and it must not wait for the write before it."""
+    import anyio
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, interrupt
+
+    from toolweave.integrations._lg_common import RESUMING_KEY
+
+    ran: list[str] = []
+
+    async def write(name: str) -> str:
+        ran.append(name)
+        return f"wrote {name}"
+
+    async def ask(name: str) -> str:
+        answer = interrupt(f"approve {name}?")
+        ran.append(f"ask {name}")
+        return f"approved: {answer}"
+
+    tools = [
+        StructuredTool.from_function(coroutine=f, name=f.__name__, description="t")
+        for f in (write, ask)
+    ]
+    decl = {
+        "write": Declaration(access=Access(writes=("db",))),
+        "ask": Declaration(access=Access(writes=("db",))),
+    }
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "t"}}
+
+    def agent(model: RecordingModel) -> Any:
+        middleware = [ScheduledToolMiddleware(decl)]
+        return create_agent(
+            model, tools=tools, middleware=middleware, checkpointer=saver
+        )
+
+    first = _model(("write", "a"), ("ask", "x"), ("write", "b"))
+    paused = await agent(first).ainvoke({"messages": [HumanMessage("go")]}, config)
+    assert [i.value for i in paused["__interrupt__"]] == ["approve x?"]
+    assert ran == ["a", "b"]  # the write after the interrupted call ran after it
+    second = RecordingModel(responses=[AIMessage("done")], seen=[])
+    with anyio.fail_after(RENDEZVOUS_TIMEOUT):  # a wait for write a would hang here
+        out = await agent(second).ainvoke(Command(resume="yes"), config)
+    assert ran == ["a", "b", "ask x"]  # only the interrupted call ran again
+    answers = [m for m in second.seen[0] if isinstance(m, ToolMessage)]
+    assert [m.content for m in answers] == ["wrote a", "approved: yes", "wrote b"]
+    assert out["messages"][-1].content == "done"
+    assert RESUMING_KEY == "__pregel_resuming"
+
+
+def test_the_resuming_key_is_langgraphs() -> None:
+    """The private LangGraph key the fan-out reads: pinned by name and value."""
+    from langgraph._internal._constants import CONFIG_KEY_RESUMING
+
+    from toolweave.integrations._lg_common import RESUMING_KEY
+
+    assert CONFIG_KEY_RESUMING == RESUMING_KEY

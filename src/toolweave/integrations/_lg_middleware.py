@@ -20,7 +20,18 @@ from typing import Any, Literal
 from . import _needs_langgraph  # noqa: F401  first: a missing framework names its extra
 
 # isort: split
-from langchain.agents.middleware import AgentMiddleware
+from .._extras import missing_extra
+
+try:
+    from langchain.agents.middleware import AgentMiddleware
+except ImportError as exc:  # langgraph without langchain: an older install of the extra
+    raise missing_extra(
+        exc,
+        extra="langgraph",
+        needs="ScheduledToolMiddleware needs langchain 1.x (create_agent)",
+    ) from exc
+
+# isort: split
 from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.prebuilt.tool_node import ToolCallRequest
