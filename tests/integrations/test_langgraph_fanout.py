@@ -20,7 +20,7 @@ import pytest
 from framework_probe import DECLARATIONS, RENDEZVOUS_TIMEOUT, SCENARIO, Probe
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from test_langgraph import RecordingModel, _answers, _model, _tools
+from test_langgraph import RecordingModel, _answers, _calls, _model, _tools
 
 from toolweave import Access, Concurrency, Interrupt
 from toolweave.integrations import READ_ONLY, Declaration
@@ -185,13 +185,28 @@ def _build_v2(model: RecordingModel, tools: list[BaseTool], decl: Any) -> Any:
     return _v2(model, ScheduledToolNode(tools, declarations=decl))
 
 
-each_fanout = pytest.mark.parametrize(
-    "build", [_build_agent, _build_v2], ids=["create_agent", "react_v2"]
+def _build_node_v1(model: RecordingModel, tools: list[BaseTool], decl: Any) -> Any:
+    """A hand-built graph (the node gets the whole message), on its second tools step."""
+    from test_langgraph import _graph
+
+    return _graph(model, ScheduledToolNode(tools, declarations=decl))
+
+
+each_sync_path = pytest.mark.parametrize(
+    ("build", "second_step"),
+    [
+        (_build_agent, False),
+        (_build_v2, False),
+        (_build_agent, True),
+        (_build_v2, True),
+        (_build_node_v1, True),
+    ],
+    ids=["create_agent", "react_v2", "create_agent-2nd", "react_v2-2nd", "node_v1-2nd"],
 )
 
 
 def _sync_interrupt_run(
-    build: Callable[..., Any], interrupt: Interrupt
+    build: Callable[..., Any], interrupt: Interrupt, *, second_step: bool = False
 ) -> tuple[list[ToolMessage], list[str]]:
     """c0 slow (sync, declared `interrupt`), c1 a read beside it, c2 a write after both.
 
@@ -236,7 +251,12 @@ def _sync_interrupt_run(
         "read": Declaration(concurrency=Concurrency.SAFE, access=reads),
         "write": Declaration(access=Access(writes=("db",))),
     }
-    model = _model(("slow", "s"), ("read", "r"), ("write", "w"))
+    calls = _calls(("slow", "s"), ("read", "r"), ("write", "w"))
+    # second_step: an earlier tools step ran its batch on a private loop of its
+    # own, which has ended when the token is set
+    earlier = [_calls(("write", "first"))] if second_step else []
+    responses = [*earlier, calls, AIMessage(content="done")]
+    model = RecordingModel(responses=responses, seen=[])
     helper = threading.Thread(target=interrupter)
     helper.start()
     try:
@@ -247,14 +267,18 @@ def _sync_interrupt_run(
     finally:
         finish.set()  # a CANCEL call's abandoned thread ends here
         helper.join(timeout=RENDEZVOUS_TIMEOUT)
-    return _answers(model), started
+    last = model.seen[-1]
+    at = max(i for i, m in enumerate(last) if isinstance(m, AIMessage))
+    return [m for m in last[at:] if isinstance(m, ToolMessage)], started
 
 
-@each_fanout
+@each_sync_path
 def test_sync_run_interrupted_from_another_thread_block_call_runs_to_its_end(
-    build: Callable[..., Any],
+    build: Callable[..., Any], second_step: bool
 ) -> None:
-    answers, started = _sync_interrupt_run(build, Interrupt.BLOCK)
+    answers, started = _sync_interrupt_run(
+        build, Interrupt.BLOCK, second_step=second_step
+    )
     assert [m.tool_call_id for m in answers] == ["c0", "c1", "c2"]
     assert (answers[0].status, answers[0].content) == ("success", "slow s finished")
     assert (answers[1].status, answers[1].content) == ("success", "read r")
@@ -263,11 +287,13 @@ def test_sync_run_interrupted_from_another_thread_block_call_runs_to_its_end(
     assert "w" not in started
 
 
-@each_fanout
+@each_sync_path
 def test_sync_run_interrupted_from_another_thread_cancel_call_is_answered_now(
-    build: Callable[..., Any],
+    build: Callable[..., Any], second_step: bool
 ) -> None:
-    answers, started = _sync_interrupt_run(build, Interrupt.CANCEL)
+    answers, started = _sync_interrupt_run(
+        build, Interrupt.CANCEL, second_step=second_step
+    )
     assert [m.tool_call_id for m in answers] == ["c0", "c1", "c2"]
     # answered while its thread still ran: what it did is not known
     assert answers[0].status == "error"

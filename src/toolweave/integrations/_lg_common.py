@@ -10,9 +10,14 @@ are the ones LangGraph sends.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar, final
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
 
 from . import _needs_langgraph  # noqa: F401  first: a missing framework names its extra
 
@@ -31,15 +36,19 @@ __all__ = [
     "INTERRUPT_KEY",
     "RESUMING_KEY",
     "FanOut",
+    "LoopBridge",
     "Output",
     "SplitBatchWarning",
     "Unanswerable",
+    "bridge_of",
     "describe",
     "error_message",
     "interrupt_of",
-    "loop_local",
     "no_value",
+    "run_bridged",
 ]
+
+T = TypeVar("T")
 
 INTERRUPT_KEY = "toolweave_interrupt"
 """Key in ``config["configurable"]`` for the run's `InterruptToken`."""
@@ -108,25 +117,73 @@ def interrupt_of(config: RunnableConfig) -> InterruptToken | None:
     )
 
 
-@contextmanager
-def loop_local(token: InterruptToken | None) -> Iterator[InterruptToken | None]:
-    """A token for one private event loop, set whenever `token` is, from any thread.
+@final
+class LoopBridge:
+    """Carries the run's `InterruptToken` into private event loops, from any thread.
 
-    Enter it on a thread with no event loop (the sync path), before the loop
-    starts. An `InterruptToken` has one home loop; the sync path runs a private
-    loop per batch (per call, under fan-out, each on its own thread), so the
-    run's token is never given to them: each gets its own, which the run's sets
-    (from whichever thread sets it) and which hands the work to its own loop.
+    The sync path runs a private event loop per batch (per call, under fan-out,
+    each on a thread of its own), and an `InterruptToken` has one home loop, so
+    the run's token is never handed to them: each loop gets a token of its own
+    (`within`), which the run's sets, from whichever thread sets it. Made on a
+    thread with no event loop (subscribing there gives the run's token no
+    home); `close` it when the call is over.
+
+    Never hangs on a loop that is ending: the loop leaves `within` only once no
+    hand-over to it is under way (a hand-over holds the lock; the loop waits
+    for it without blocking itself).
     """
-    if token is None:
-        yield None
-        return
-    local = InterruptToken()
-    unsubscribe = token.subscribe(local.set)
-    try:
-        yield local
-    finally:
-        unsubscribe()
+
+    def __init__(self, token: InterruptToken) -> None:
+        self._token = token
+        self._lock = threading.Lock()
+        self._loop: tuple[int, anyio.lowlevel.EventLoopToken, InterruptToken] | None = (
+            None
+        )
+        self._unsubscribe = token.subscribe(self._on_set)
+
+    def close(self) -> None:
+        """Stop listening to the run's token."""
+        self._unsubscribe()
+
+    def _on_set(self) -> None:
+        with self._lock:
+            if self._loop is None:
+                return  # no loop now: `within` sees the token set when it starts
+            thread, loop, local = self._loop
+            if thread == threading.get_ident():
+                local.set()
+            else:
+                anyio.from_thread.run_sync(local.set, token=loop)
+
+    async def within(self, fn: Callable[[InterruptToken], Awaitable[T]]) -> T:
+        """``await fn(local)``, `local` set whenever the run's token is."""
+        local = InterruptToken()
+        with self._lock:
+            self._loop = (threading.get_ident(), anyio.lowlevel.current_token(), local)
+        if self._token.is_set():
+            local.set()
+        try:
+            return await fn(local)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if not self._lock.acquire(blocking=False):  # a hand-over is under way
+                    await anyio.to_thread.run_sync(self._lock.acquire)
+            self._loop = None
+            self._lock.release()
+
+
+async def run_bridged(
+    bridge: LoopBridge | None, fn: Callable[[InterruptToken | None], Awaitable[T]]
+) -> T:
+    """``fn(interrupt)`` on a private loop: through `bridge`, or with no token."""
+    if bridge is None:
+        return await fn(None)
+    return await bridge.within(fn)
+
+
+def bridge_of(token: InterruptToken | None) -> LoopBridge | None:
+    """A `LoopBridge` for the run's token; None without one."""
+    return None if token is None else LoopBridge(token)
 
 
 def _messages_of(state: Any) -> Sequence[Any]:

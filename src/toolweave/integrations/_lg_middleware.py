@@ -46,11 +46,12 @@ from ._lg_common import (
     FanOut,
     Output,
     Unanswerable,
+    bridge_of,
     describe,
     error_message,
     interrupt_of,
-    loop_local,
     no_value,
+    run_bridged,
 )
 
 __all__ = ["ScheduledToolMiddleware"]
@@ -153,18 +154,24 @@ class ScheduledToolMiddleware(AgentMiddleware):
     ) -> ToolMessage | Command[Any]:
         """Wait for the call's turn in its message, then run it (sync path)."""
         seat = self._seat(request)
-        with loop_local(interrupt_of(request.runtime.config)) as interrupt:
-            try:
-                if seat is not None:  # interrupted while waiting: answered "not run"
-                    seat.wait_sync(interrupt)
+        token = interrupt_of(request.runtime.config)
+        bridge = bridge_of(token)
 
-                def start(req: ToolCallRequest) -> Awaitable[Output]:
-                    return run_in_worker_thread(partial(handler, req))
+        def start(req: ToolCallRequest) -> Awaitable[Output]:
+            return run_in_worker_thread(partial(handler, req))
 
-                value = run_blocking(partial(self._run, request, start, interrupt))
-            finally:
-                if seat is not None:
-                    seat.leave()
+        def run(interrupt: InterruptToken | None) -> Awaitable[Output]:
+            return self._run(request, start, interrupt)
+
+        try:
+            if seat is not None:  # interrupted while waiting: answered "not run"
+                seat.wait_sync(token)
+            value = run_blocking(partial(run_bridged, bridge, run))
+        finally:
+            if seat is not None:
+                seat.leave()
+            if bridge is not None:
+                bridge.close()
         return value  # type: ignore[return-value]
 
     async def awrap_tool_call(

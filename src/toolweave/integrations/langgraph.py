@@ -60,11 +60,12 @@ from ._lg_common import (
     FanOut,
     SplitBatchWarning,
     Unanswerable,
+    bridge_of,
     describe,
     error_message,
     interrupt_of,
-    loop_local,
     no_value,
+    run_bridged,
 )
 from ._lg_common import Output as _Output
 from ._send_batch import Seat
@@ -309,21 +310,21 @@ class ScheduledToolNode(ToolNode):
         tool_calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, config, runtime, tool_calls)
         seat = self._seat_of(input_type, tool_calls, runtimes, runtime)
-        with loop_local(interrupt_of(config)) as interrupt:
-            try:
-                if seat is not None:  # interrupted while waiting: answered "not run"
-                    seat.wait_sync(interrupt)
-                batch = partial(
-                    self._schedule,
-                    tool_calls,
-                    config,
-                    input_type,
-                    runtimes,
-                    sync=True,
-                    interrupt=interrupt,
-                )
-                outputs = run_blocking(batch)
-            finally:
-                if seat is not None:
-                    seat.leave()
+        token = interrupt_of(config)
+        bridge = bridge_of(token)
+
+        def batch(interrupt: InterruptToken | None) -> Awaitable[list[_Output]]:
+            return self._schedule(
+                tool_calls, config, input_type, runtimes, sync=True, interrupt=interrupt
+            )
+
+        try:
+            if seat is not None:  # interrupted while waiting: answered "not run"
+                seat.wait_sync(token)
+            outputs = run_blocking(partial(run_bridged, bridge, batch))
+        finally:
+            if seat is not None:
+                seat.leave()
+            if bridge is not None:
+                bridge.close()
         return self._combine_tool_outputs(outputs, input_type)
