@@ -366,3 +366,26 @@ def test_the_resuming_key_is_langgraphs() -> None:
     from toolweave.integrations._lg_common import RESUMING_KEY
 
     assert CONFIG_KEY_RESUMING == RESUMING_KEY
+
+
+@pytest.mark.anyio
+async def test_on_error_raise_lets_the_tool_error_out_of_the_graph() -> None:
+    """As create_agent does without the middleware (its ToolNode handles only bad args)."""
+    from langchain.agents import create_agent
+
+    async def boom(name: str) -> str:
+        raise ValueError(f"boom {name}")
+
+    tool = StructuredTool.from_function(coroutine=boom, name="boom", description="b")
+    middleware = ScheduledToolMiddleware({"boom": READ_ONLY}, on_error="raise")
+    agent = create_agent(_model(("boom", "x")), tools=[tool], middleware=[middleware])
+    with pytest.raises(ValueError, match="boom x"):
+        await agent.ainvoke({"messages": [HumanMessage("go")]})
+    plain = create_agent(_model(("boom", "x")), tools=[tool])
+    with pytest.raises(ValueError, match="boom x"):
+        await plain.ainvoke({"messages": [HumanMessage("go")]})
+
+
+def test_the_middleware_refuses_an_unknown_on_error() -> None:
+    with pytest.raises(ValueError, match="on_error"):
+        ScheduledToolMiddleware({}, on_error="ignore")  # type: ignore[arg-type]

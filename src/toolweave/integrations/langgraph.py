@@ -1,4 +1,4 @@
-"""toolweave's scheduling inside LangGraph: `ScheduledToolNode`, a drop-in for `ToolNode`.
+"""toolweave's scheduling inside LangGraph: `ScheduledToolNode`, `ScheduledToolMiddleware`.
 
 `ToolNode` runs every tool call of an AI message at once (``asyncio.gather``,
 or a thread pool on the sync path), whatever the tools do, and by default a
@@ -18,11 +18,16 @@ are answered "not run"); every call still gets a `ToolMessage`. LangGraph's
 own `interrupt()` raised inside a tool is re-raised once every sibling has
 finished (LangGraph re-runs the node on resume, as it does for `ToolNode`).
 
-One batch at a time: the node must be handed the whole AI message. With
-`create_react_agent` pass ``version="v1"``; its default ``"v2"`` sends every
-call to its own node instance (LangGraph's ``Send``), where each call is a
-batch of one that toolweave cannot order against its siblings: the node warns
-(`SplitBatchWarning`) the first time it is handed a lone call that way.
+Send fan-out: langchain's ``create_agent`` and ``create_react_agent(version="v2")``
+send each call of an AI message to the tools node as a task of its own. For
+``create_agent`` use `ScheduledToolMiddleware` (its ``middleware=``; a
+`ScheduledToolNode` passed as its ``tools`` is refused with a TypeError naming
+it); under v2 the node itself takes each lone call's turn in its message's
+batch. Either way each call waits for the earlier calls of its message it
+conflicts with (the message's ``tool_calls`` are the batch, a call's place in
+them its key), so the schedule and the results are as for the whole message.
+A lone call whose AI message is not in the state runs unordered, with a
+`SplitBatchWarning`.
 
 Requires ``toolweave[langgraph]``. Relies on `ToolNode`'s per-call methods of
 the pinned langgraph-prebuilt release.
