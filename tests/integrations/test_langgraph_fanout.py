@@ -389,3 +389,35 @@ async def test_on_error_raise_lets_the_tool_error_out_of_the_graph() -> None:
 def test_the_middleware_refuses_an_unknown_on_error() -> None:
     with pytest.raises(ValueError, match="on_error"):
         ScheduledToolMiddleware({}, on_error="ignore")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_two_runs_sharing_one_middleware_do_not_order_each_other() -> None:
+    """Each run's message is its own batch: run A's first write and run B's meet."""
+    import anyio
+    from langchain.agents import create_agent
+
+    arrived = 0
+    met = anyio.Event()
+
+    async def write(name: str) -> str:
+        nonlocal arrived
+        if name == "first":
+            arrived += 1
+            if arrived == 2:
+                met.set()
+            with anyio.fail_after(RENDEZVOUS_TIMEOUT):  # one batch for both: a hang
+                await met.wait()
+        return f"wrote {name}"
+
+    tool = StructuredTool.from_function(coroutine=write, name="write", description="w")
+    middleware = ScheduledToolMiddleware(
+        {"write": Declaration(access=Access(writes=("db",)))}
+    )
+    models = [_model(("write", "first"), ("write", "second")) for _ in range(2)]
+    agents = [create_agent(m, tools=[tool], middleware=[middleware]) for m in models]
+    async with anyio.create_task_group() as tg:
+        for agent in agents:
+            tg.start_soon(agent.ainvoke, {"messages": [HumanMessage("go")]})
+    for model in models:
+        assert [m.content for m in _answers(model)] == ["wrote first", "wrote second"]
