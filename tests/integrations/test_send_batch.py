@@ -13,9 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolweave import Access
+from toolweave import Access, Concurrency
+from toolweave.integrations import Declaration
+from toolweave.integrations._foreign import ForeignScheduler
 from toolweave.integrations._send_batch import SendBatch, SendBatches
-from toolweave.scheduling import InterruptToken
+from toolweave.scheduling import ConcurrencyConfig, InterruptToken
 
 R = Access(reads=("db",))
 W = Access(writes=("db",))
@@ -330,3 +332,45 @@ def test_any_arrival_order_is_serial_equivalent(
             if a.conflicts_with(accesses[j]):
                 assert frozenset((i, j)) not in log.overlaps
                 assert at["end", j] < at["start", i]
+
+
+def _scheduler(config: ConcurrencyConfig | None = None) -> ForeignScheduler:
+    declarations = {
+        "read": Declaration(concurrency=Concurrency.SAFE, access=R),
+        "write": Declaration(access=W),
+        "safe": Declaration(concurrency=Concurrency.SAFE),
+    }
+    return ForeignScheduler(declarations, config=config)
+
+
+@pytest.mark.parametrize(
+    ("config", "name", "expected"),
+    [
+        (None, "read", R),  # conflict: the declared access
+        (None, "write", W),
+        (None, "safe", Access.read_all()),  # SAFE, no access: reads everything
+        (None, "undeclared", Access.barrier()),  # fail closed
+        (ConcurrencyConfig(policy="partition"), "read", Access.read_all()),
+        (ConcurrencyConfig(policy="partition"), "write", Access.barrier()),
+        (ConcurrencyConfig(enabled=False), "read", Access.barrier()),
+    ],
+    ids=[
+        "read",
+        "write",
+        "safe",
+        "undeclared",
+        "partition-read",
+        "partition-write",
+        "off",
+    ],
+)
+def test_access_of_reads_the_policy(
+    config: object, name: str, expected: Access
+) -> None:
+    scheduler = _scheduler(config)
+    assert scheduler.access_of(name, {"x": 1}) == expected  # type: ignore[attr-defined]
+
+
+def test_batch_cap_is_the_configs() -> None:
+    scheduler = _scheduler(ConcurrencyConfig(max_concurrency=4, per_batch_max=3))
+    assert scheduler.batch_cap == 3
