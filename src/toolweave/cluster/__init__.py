@@ -16,6 +16,7 @@ from ._command import make_batch_command as make_batch_command
 from ._command import open_default_store as open_default_store
 from ._journal import BatchJournal as BatchJournal
 from ._journal import journal_path as journal_path
+from ._liveness import Liveness as Liveness
 from ._progress import batch_progress as batch_progress
 from ._progress import describe_statistics as describe_statistics
 from ._ray import connect_ray as connect_ray
@@ -49,6 +50,7 @@ __all__ = [
     "BatchTask",
     "Budget",
     "EventSink",
+    "Liveness",
     "RayTool",
     "RecordWriter",
     "Resumption",
