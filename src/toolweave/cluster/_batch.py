@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, aclosing
+from dataclasses import replace
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, Protocol, final
@@ -16,6 +17,7 @@ from ..events import CompletionReason, Event
 from ..loop import AgentConfig, HookSettings
 from ..sessions import SessionStore, results_dir_beside
 from ._journal import BatchJournal
+from ._liveness import STREAM_OPTIONS, Liveness, resource_demand
 from ._ray import connect_ray, require_ray
 from ._records import RecordWriter, SessionRecord, load_records
 from ._session import SessionSettings, ToolsFactory, run_session, serve_session
@@ -72,19 +74,35 @@ class _LocalBackend:
 @cache
 def _remote_session() -> Any:
     ray = require_ray()
-    return ray.remote(num_returns="streaming", max_retries=0)(serve_session)
+    return ray.remote(**STREAM_OPTIONS)(serve_session)
 
 
 @final
 class _RayBackend:
-    """Each session is one Ray task streaming its events back to this driver."""
+    """Each session is one Ray task streaming its events back to this driver.
+
+    Its wait is judged by `liveness` (see `StreamWatch`): a session whose node
+    died or went silent ends within seconds with "effects unknown"; one that
+    no live node can host ends "never started"; a task's
+    ``max_wall_clock`` plus `Liveness.silence` is its deadline here, in case its
+    own loop cannot enforce it (a frozen worker).
+    """
 
     placement = "ray"
 
-    def __init__(self, settings: Any, options: dict[str, Any], threads: int) -> None:
+    def __init__(
+        self,
+        settings: Any,
+        options: dict[str, Any],
+        threads: int,
+        liveness: Liveness | None = None,
+    ) -> None:
         self._settings = settings  # an ObjectRef: pickled once, shared by every task
         self._remote = _remote_session().options(**options)
         self._threads = anyio.CapacityLimiter(threads)
+        self._liveness = replace(
+            liveness or Liveness(), demand=resource_demand(options)
+        )
 
     async def run(
         self,
@@ -121,8 +139,16 @@ class _RayBackend:
         stored: StoredSession | None,
     ) -> None:
         resumption = None if stored is None else stored.resumption
-        generator = self._remote.remote(task, self._settings, results_dir, resumption)
-        async with aclosing(remote_items(generator, limiter=self._threads)) as items:
+        scope = "" if stored is None else stored.call_scope
+        generator = self._remote.remote(
+            task, self._settings, results_dir, resumption, scope
+        )
+        live = self._liveness
+        wall = task.budget.max_wall_clock
+        if wall is not None:
+            live = replace(live, deadline=wall + live.silence)
+        streamed = remote_items(generator, limiter=self._threads, liveness=live)
+        async with aclosing(streamed) as items:
             async for item in items:
                 if isinstance(item, Outcome):
                     if item.error is not None:
@@ -324,6 +350,7 @@ async def run_batch(
     on_update: Callable[[BatchStatistics], None] | None = None,
     retry_failed: bool = False,
     hooks: HookSettings | None = None,
+    liveness: Liveness | None = None,
 ) -> BatchStatistics:
     """Run one agent session per task and append each result to `output` as it ends.
 
@@ -365,6 +392,9 @@ async def run_batch(
         retry_failed: Also re-run tasks whose earlier result was not completed.
         hooks: Shell hooks of every session (``load_hook_settings``), run in its
             workspace (see `SessionSettings.hooks`).
+        liveness: On Ray, how long a session or remote call may be silent (a
+            frozen node) or unschedulable before it ends with an error (see
+            `Liveness`; heartbeats every second, 15 s of silence by default).
 
     Returns:
         The statistics at the end.
@@ -387,6 +417,7 @@ async def run_batch(
         config=config,
         remote_tools=on_ray,
         hooks=hooks,
+        liveness=liveness,
     )
     with BatchJournal(output) as journal, RecordWriter(output) as writer:
         reported = load_records(output)  # read under the batch's lease
@@ -409,6 +440,8 @@ async def run_batch(
             return run.tally.snapshot()
         async with connect_ray(ray_address, **(ray_init or {})) as ray_module:
             options = ray_task_options(session_resources or {"num_cpus": 0})
-            backend = _RayBackend(ray_module.put(settings), options, max_sessions)
+            backend = _RayBackend(
+                ray_module.put(settings), options, max_sessions, liveness
+            )
             await run.drive(todo, backend, max_sessions)
     return run.tally.snapshot()

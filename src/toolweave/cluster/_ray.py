@@ -13,8 +13,15 @@ import anyio.to_thread
 
 from .._exceptions import ClusterError
 from .._extras import missing_extra
+from ._wire import Started
 
-__all__ = ["connect_ray", "import_ray", "require_ray"]
+__all__ = ["connect_ray", "import_ray", "require_ray", "started_here"]
+
+
+def started_here() -> Started:
+    """The `Started` item of remote work running in this Ray worker."""
+    ray = import_ray()
+    return Started(ray.get_runtime_context().get_node_id(), os.getpid())
 
 
 def import_ray() -> ModuleType:
