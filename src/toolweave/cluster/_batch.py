@@ -92,12 +92,15 @@ class _RayBackend:
 
     def __init__(
         self,
-        settings: Any,
+        settings: SessionSettings,
         options: dict[str, Any],
         threads: int,
         liveness: Liveness | None = None,
     ) -> None:
-        self._settings = settings  # an ObjectRef: pickled once, shared by every task
+        # Sent by value with every task, never as one shared `ray.put` object:
+        # a copy of a shared object on a frozen node stalled the next session's
+        # argument fetch until Ray declared that node dead (~65 s; measured).
+        self._settings = settings
         self._remote = _remote_session().options(**options)
         self._threads = anyio.CapacityLimiter(threads)
         self._liveness = replace(
@@ -438,10 +441,8 @@ async def run_batch(
         if not on_ray or not any(t.error is None for t in todo):
             await run.drive(todo, _LocalBackend(settings), max_sessions)
             return run.tally.snapshot()
-        async with connect_ray(ray_address, **(ray_init or {})) as ray_module:
+        async with connect_ray(ray_address, **(ray_init or {})):
             options = ray_task_options(session_resources or {"num_cpus": 0})
-            backend = _RayBackend(
-                ray_module.put(settings), options, max_sessions, liveness
-            )
+            backend = _RayBackend(settings, options, max_sessions, liveness)
             await run.drive(todo, backend, max_sessions)
     return run.tally.snapshot()
