@@ -356,7 +356,13 @@ def keyed_effect(ledger: str, tag: str, ctx: ToolContext) -> str:
     return f"did {key}"
 
 
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+def env_var(name: str) -> str:
+    """The environment variable `name` where the session runs ('<unset>' if none)."""
+    return os.environ.get(name, "<unset>")
+
+
 def fault_tools(task: BatchTask) -> list[Tool]:
     """Tools factory of the fault tests (importable by Ray workers)."""
     del task
-    return [add, doomed_wait, local_wait, nowhere, keyed_effect]
+    return [add, doomed_wait, local_wait, nowhere, keyed_effect, env_var]

@@ -14,6 +14,7 @@ processes, which trio's virtual test clock would run past.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -543,3 +544,73 @@ def test_a_sigkilled_ray_driver_rerun_resumes_every_session(
             assert store.lease(sid) is None
     finally:
         store.close()
+
+
+# -- the command line: a private cluster unless an address is given ------------------------
+
+
+def _cli_batch(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    steps = [step_calls(("e", "env_var", {"name": "TW_MARK"})), step_text("done")]
+    (tmp_path / "tasks.jsonl").write_text(task_line("c", steps) + "\n")
+    command = [
+        *CLI,
+        "batch",
+        str(tmp_path / "tasks.jsonl"),
+        "--store",
+        str(tmp_path / "sessions.db"),
+        "--tools",
+        "cluster_support:fault_tools",
+        "--no-progress",
+        "--session-resources",
+        json.dumps({"head": 1}),  # only the module's cluster has it
+        *extra,
+    ]
+    return subprocess.run(
+        command,
+        env={**os.environ},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def _stored_answer(tmp_path: Path) -> str:
+    store = SQLiteSessionStore(tmp_path / "sessions.db", read_only=True)
+    try:
+        (session,) = store.list_sessions()
+        (answer,) = _answers(store, session.id).get("e", ["<no answer>"])
+        return answer
+    finally:
+        store.close()
+
+
+def test_batch_ray_starts_a_private_cluster_not_the_one_on_the_host(
+    nodes: Nodes, tmp_path: Path
+) -> None:
+    """With the module's cluster recorded on this host (where a plain
+    ``ray.init()`` joins it), ``--ray`` still starts its own: there no node has
+    the ``head`` resource, so the session never starts."""
+    done = _cli_batch(tmp_path, "--ray")
+    assert done.returncode == 0, done.stderr
+    assert "Ray: starting a private local cluster" in done.stderr
+    (record,) = load_records(tmp_path / "tasks.results.jsonl").values()
+    assert record.status == "crashed" and "never started" in record.reason
+    assert "head=1" in record.reason
+
+
+def test_batch_ray_address_joins_with_runtime_env_and_session_resources(
+    nodes: Nodes, tmp_path: Path
+) -> None:
+    runtime_env = tmp_path / "runtime_env.json"
+    runtime_env.write_text(json.dumps({"env_vars": {"TW_MARK": "from a file"}}))
+    address = nodes.cluster.address
+    done = _cli_batch(
+        tmp_path, "--ray-address", address, "--runtime-env", str(runtime_env)
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"Ray: joining the cluster at {address}" in done.stderr
+    (record,) = load_records(tmp_path / "tasks.results.jsonl").values()
+    assert (record.status, record.placement) == ("completed", "ray")
+    assert _stored_answer(tmp_path) == "from a file"  # the job's runtime_env

@@ -372,8 +372,10 @@ async def run_batch(
     bounds them): Ray lends a task's CPU back only while its *main* thread
     blocks in ``ray.get``, and a session waits for its remote tools on other
     threads, so sessions holding every CPU would starve their own tools.
-    Ray is started for the call (or joined at `ray_address`, with `ray_init`
-    passed to ``ray.init``) unless this process is already connected.
+    Unless this process is already connected, a private local Ray cluster is
+    started for the call (never one ``ray start`` left on the host), or the
+    cluster at `ray_address` is joined; `ray_init` goes to ``ray.init``
+    (``runtime_env``, ...).
 
     Args:
         tasks: Tasks, or the path of a JSONL tasks file (see `parse_tasks`).
@@ -389,7 +391,8 @@ async def run_batch(
         ray: Run sessions on Ray.
         ray_address: A Ray cluster to join (implies `ray`).
         ray_init: Extra ``ray.init`` arguments when this call connects.
-        session_resources: Ray resources of one session (default ``{"num_cpus": 0}``).
+        session_resources: Ray resources of one session, merged over the
+            default ``{"num_cpus": 0}`` (``{"node_b": 1}`` keeps ``num_cpus: 0``).
         sink: Gets ``(session_id, event)`` for every event (a session store).
         on_update: Gets the batch statistics after every change (a progress bar).
         retry_failed: Also re-run tasks whose earlier result was not completed.
@@ -442,7 +445,7 @@ async def run_batch(
             await run.drive(todo, _LocalBackend(settings), max_sessions)
             return run.tally.snapshot()
         async with connect_ray(ray_address, **(ray_init or {})):
-            options = ray_task_options(session_resources or {"num_cpus": 0})
+            options = ray_task_options({"num_cpus": 0, **(session_resources or {})})
             backend = _RayBackend(settings, options, max_sessions, liveness)
             await run.drive(todo, backend, max_sessions)
     return run.tally.snapshot()
