@@ -357,6 +357,14 @@ def keyed_effect(ledger: str, tag: str, ctx: ToolContext) -> str:
 
 
 @tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+async def loop_blocker(tag: str, witness: str) -> str:
+    """Note where, then block the session's event loop itself (it cannot end the run)."""
+    _note_here(witness, tag)
+    threading.Event().wait(120)  # on the loop itself: the point of this tool
+    return f"{tag} finished"
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
 def env_var(name: str) -> str:
     """The environment variable `name` where the session runs ('<unset>' if none)."""
     return os.environ.get(name, "<unset>")
@@ -365,4 +373,4 @@ def env_var(name: str) -> str:
 def fault_tools(task: BatchTask) -> list[Tool]:
     """Tools factory of the fault tests (importable by Ray workers)."""
     del task
-    return [add, doomed_wait, local_wait, nowhere, keyed_effect, env_var]
+    return [add, doomed_wait, local_wait, loop_blocker, nowhere, keyed_effect, env_var]

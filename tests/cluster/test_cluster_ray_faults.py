@@ -614,3 +614,71 @@ def test_batch_ray_address_joins_with_runtime_env_and_session_resources(
     (record,) = load_records(tmp_path / "tasks.results.jsonl").values()
     assert (record.status, record.placement) == ("completed", "ray")
     assert _stored_answer(tmp_path) == "from a file"  # the job's runtime_env
+
+
+async def test_a_frozen_node_fails_its_remote_call_by_silence_and_the_session_goes_on(
+    nodes: Nodes, tmp_path: Path
+) -> None:
+    witness, actor = nodes.witness()
+    doomed = nodes.add(doomed=1)
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    steps = [
+        step_calls(("d", "doomed_wait", {"tag": "d", "witness": witness})),
+        step_text("carried on"),
+    ]
+    try:
+        async with anyio.create_task_group() as tg:
+            done = anyio.Event()
+            tg.start_soon(
+                partial(
+                    _batch_then,
+                    done,
+                    tmp_path,
+                    _tasks(tmp_path, task_line("f", steps)),
+                    store=store,
+                    session_resources=ON_HEAD,
+                )
+            )
+            note = await nodes.note(actor, "d")
+            with _frozen(doomed) as tree:
+                assert note["pid"] in tree
+                with anyio.fail_after(30):
+                    await done.wait()
+        (record,) = load_records(tmp_path / "out.jsonl").values()
+        assert (record.status, record.output) == ("completed", "carried on")
+        (lost,) = _answers(store, record.session_id or "")["d"]
+        assert "no heartbeat for 4 s" in lost and "effects unknown" in lost
+    finally:
+        nodes.remove(doomed)
+        store.close()
+
+
+async def test_a_session_past_its_deadline_is_ended_by_the_driver(
+    nodes: Nodes, tmp_path: Path
+) -> None:
+    """A live, heartbeating session whose loop cannot end itself (a tool blocks
+    its event loop, so its own wall-clock budget cannot act) ends at the
+    driver's deadline, max_wall_clock + silence, honestly."""
+    witness, actor = nodes.witness()
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    steps = [step_calls(("w", "loop_blocker", {"tag": "w", "witness": witness}))]
+    line = task_line("late", steps, budget={"max_wall_clock": 1})
+    try:
+        with anyio.fail_after(40):
+            await run_batch(
+                _tasks(tmp_path, line),
+                output=tmp_path / "out.jsonl",
+                tools=fault_tools,
+                store=store,
+                ray=True,
+                session_resources=ON_HEAD,
+                liveness=LIVENESS,
+            )
+        await nodes.note(actor, "w")  # the tool did start
+        (record,) = load_records(tmp_path / "out.jsonl").values()
+        assert record.status == "crashed"
+        assert "its deadline passed while it ran; effects unknown" in record.reason
+        (session,) = store.list_sessions()
+        assert session.status == "abandoned"
+    finally:
+        store.close()
