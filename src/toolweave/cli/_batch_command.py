@@ -106,8 +106,8 @@ ResourcesOpt = Annotated[
     str | None,
     typer.Option(
         "--session-resources",
-        help="Ray resources of each session, a JSON object merged over"
-        " --session-cpus: '{\"node_b\": 1}'.",
+        help="Ray resources of each session (a JSON object, or the path of a"
+        " JSON file), merged over --session-cpus.",
     ),
 ]
 CpusOpt = Annotated[
