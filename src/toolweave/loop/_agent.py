@@ -223,6 +223,8 @@ class Agent:
                         with anyio.CancelScope(shield=True):
                             await dispatcher.aclose()
                     raise
+                # the calls' idempotency keys name the stored session and run
+                loop.state.call_scope = f"{recorder.session_id}/{recorder.run_number}"
             with receive:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(run._drive, send, dispatcher if owned else None)

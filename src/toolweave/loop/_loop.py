@@ -131,7 +131,9 @@ class RunLoop:
         # The agent's session state with this run's transcript: runs share
         # what is known of the files on disk, not what their model has seen.
         self.state = replace(
-            setup.state, transcript=TranscriptResults(self.conversation)
+            setup.state,
+            transcript=TranscriptResults(self.conversation),
+            call_scope=setup.state.call_scope or run_id,
         )
         self.resume = resume
         """The suspended run this run continues, if it is a resume (`Agent.resume`)."""
