@@ -39,6 +39,15 @@ HERE = Path(__file__).resolve().parent
 CLI = [sys.executable, "-c", "from toolweave.cli import main; main()"]
 
 
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """trio on its real clock: the batches here wait on worker threads and real
+    processes, and the autojump clock would jump to a tool's timeout while a
+    stalled call waits to be released (the batch then ended before a second
+    driver could be refused, on a loaded machine)."""
+    return request.param
+
+
 def _lines(effects: Path, ids: list[str]) -> list[str]:
     return [task_line(i, recovery_steps(i, str(effects))) for i in ids]
 
