@@ -23,6 +23,7 @@ instead of vfork) or through a Python helper that applies Landlock and execs.
 from __future__ import annotations
 
 import argparse
+import inspect
 import statistics
 import subprocess
 import sys
@@ -48,6 +49,11 @@ from toolweave.tools.builtin.sandbox._landlock import (
 from toolweave.tools.builtin.sandbox._sandbox import Backend, Sandbox, backend_available
 
 TARGET_MS = 5.0
+CONFINED = (
+    "2 grants, 2 reads"
+    if "reads" in inspect.signature(Sandbox.confine).parameters
+    else "2 grants; this tree confines no reads"
+)
 Variant = Callable[[], Awaitable[None]]
 
 
@@ -78,8 +84,13 @@ def variants(tmp: Path) -> dict[str, Variant]:
     ) -> Variant:
         sandbox = Sandbox(root, backend=backend)
 
+        # a tree from before issue 28's declared reads: grants only (its line says so)
+        extra = (
+            (reads,) if "reads" in inspect.signature(sandbox.confine).parameters else ()
+        )
+
         async def run() -> None:
-            async with sandbox.confine(mode, root, grants, reads) as c:
+            async with sandbox.confine(mode, root, grants, *extra) as c:
                 assert c.backend == backend
                 await run_shell(
                     "true",
@@ -139,7 +150,7 @@ async def part1(spawns: int, rounds: int, parent: str | None) -> None:
             over = statistics.median(times[f"{backend} confined"]) - read_only
             verdict = "meets" if over <= TARGET_MS else "MISSES"
             print(
-                f"{backend} confined (2 grants, 2 reads) over {backend} read-only:"
+                f"{backend} confined ({CONFINED}) over {backend} read-only:"
                 f" +{over:.2f} ms {verdict} the {TARGET_MS:g} ms target"
             )
 
