@@ -337,7 +337,12 @@ def load(path: Path, limit: int | None, trees: SessionTrees) -> list[Batch]:
 async def makespan(
     batch: Sequence[Replayed], registry: tw.ToolRegistry, policy: str, unit: bool
 ) -> float:
-    """The batch through a fresh Dispatcher; each call sleeps its latency (or 1 s)."""
+    """The batch through a fresh Dispatcher; each call sleeps its latency (or 1 s).
+
+    No ceiling (``default_tool_timeout=None``): the file's longest calls ran
+    for over 600 s, the default ceiling, and cutting them there would make
+    toolweave's makespan shorter than the same schedule's.
+    """
     latency = {r.call.id: (1.0 if unit else r.latency) for r in batch}
     start = anyio.current_time()
 
@@ -345,7 +350,9 @@ async def makespan(
         await anyio.sleep(latency[call.id])
         return tw.ToolResult(call.id, "")
 
-    async with Dispatcher(ConcurrencyConfig(policy=policy)) as dispatcher:  # type: ignore[arg-type]
+    async with Dispatcher(
+        ConcurrencyConfig(policy=policy, default_tool_timeout=None)
+    ) as dispatcher:  # type: ignore[arg-type]
         await dispatcher.dispatch([r.call for r in batch], registry, runner)
     return anyio.current_time() - start
 
