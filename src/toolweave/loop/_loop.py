@@ -64,7 +64,7 @@ from ._steps import (
     TransitionReason,
 )
 from ._suspended import Resumption, suspended_end
-from ._tokens import text_tokens, value_tokens
+from ._tokens import text_tokens
 from ._tool_batch import (
     ToolBatcher,
     refused_call_result,
@@ -289,11 +289,11 @@ class RunLoop:
                 )
             )
         self.system, first = await self.context.start(self.system)
-        self.conversation.overhead_tokens = text_tokens(self.system or "") + sum(
-            text_tokens(d.name)
-            + text_tokens(d.description)
-            + value_tokens(d.input_schema)
-            for d in setup.tool_defs
+        system = self.system
+        self.conversation.set_overhead(  # estimated only if the figure is read
+            lambda: (
+                text_tokens(system or "") + setup.definitions.tokens(setup.tool_defs)
+            )
         )
         if resume is not None:
             # the suspended batch goes on where it stopped: no new prompt
@@ -314,7 +314,7 @@ class RunLoop:
             now=anyio.current_time() if self.budget.deadline is not None else 0.0,
             total_tokens=self.costs.total_tokens,
             cost=self.costs.cost,
-            context_tokens=self.conversation.context_tokens(),
+            context_tokens=self.conversation.context_tokens,  # read only if it counts
         )
         if verdict.decision is BudgetDecision.STOP:
             assert verdict.reason is not None
