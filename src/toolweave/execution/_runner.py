@@ -14,7 +14,7 @@ from typing import Unpack, final
 import anyio
 
 from ..messages import ToolCall, ToolResult
-from ..tools import SessionState, ToolRegistry
+from ..tools import SessionState, Tool, ToolRegistry
 from ._answers import Answered, finished, internal_error, refused, unknown_tool
 from ._audit import AuditMode
 from ._budget import enforce_batch_budget
@@ -220,7 +220,17 @@ class ToolRunner:
     async def __call__(self, call: ToolCall) -> ToolResult:
         """Run `call` and return its result. Never raises, except cancellation.
 
-        A stage that refuses the call raises its answer (`CallFailed`,
+        The tool is the one `call.name` resolves to now.
+        """
+        return await self.run_resolved(call, self._lifecycle.registry.get(call.name))
+
+    async def run_resolved(self, call: ToolCall, tool: Tool | None) -> ToolResult:
+        """Run `call` as `tool`, the tool the scheduler classified it by (None: unknown).
+
+        The Dispatcher calls this, not `__call__`, for a call it classified: a
+        context modifier may have re-registered the name since, and the call
+        must run as what its overlap was decided for (issue 29, item 4). A
+        stage that refuses the call raises its answer (`CallFailed`,
         `Answered`); it is worded here, once for both paths.
         """
         lc = self._lifecycle
@@ -232,7 +242,6 @@ class ToolRunner:
             deadline = lc.deadline
             if deadline is not None and deadline.remaining(anyio.current_time()) <= 0:
                 raise Answered(deadline.not_run(call))
-            tool = lc.registry.get(call.name)
             if tool is None:
                 raise unknown_tool(lc.registry, call)
             plan = self._plans.of(tool)
