@@ -180,6 +180,19 @@ class ToolRunner:
         """
         return self._lifecycle.signals.take()
 
+    def keep_signals(self) -> tuple[tuple[str, str, str], ...]:
+        """What hooks and tools asked for in a batch that suspended; then reset.
+
+        ``(kind, call key, text)`` entries, kind ``"context"`` or ``"stop"``:
+        a `Suspension` carries them and the resume hands them to
+        `restore_signals`, so nothing said before the suspension is lost.
+        """
+        return self._lifecycle.signals.keep()
+
+    def restore_signals(self, kept: Sequence[tuple[str, str, str]]) -> None:
+        """Give a resumed batch back what `keep_signals` kept (before it runs)."""
+        self._lifecycle.signals.restore(kept)
+
     def finish_batch(
         self,
         results: Sequence[ToolResult],

@@ -15,11 +15,14 @@ serial-equivalent for the conflicts it knows about.
 A call that provably runs nothing (`CallPlan.runs_nothing`: an unknown tool or
 input that fails its schema) is no one's dependency: it never splits or
 serializes a batch. It waits only for the last earlier barrier (an exclusive
-call, under `partition`/`rwlock`/`all_or_nothing`), and so does a call that
-touches nothing shared (`Access()`): a barrier's context modifier may change
-the toolset (register the unknown name, re-register a tool), and serially such
-a call would be looked up after it (issue 29, item 4). A batch with no barrier
-pays nothing for this.
+call, under `partition`/`rwlock`/`all_or_nothing`): a barrier's context
+modifier may change the toolset (register the unknown name, re-register the
+tool whose schema refused the input), and serially the call would be looked up
+after it (issue 29, item 4). A batch with no barrier, or no such call, pays
+nothing for this. A call of a known tool that declares it touches nothing
+(`Access()`) still overlaps a barrier under `conflict` (issue 13): if the
+barrier re-registers that very name, the call ran as the tool it was
+classified by, and the scheduler's warning names it (`_toolset`).
 
 Under every policy a call waits for its dependencies *outside* the slots: it
 takes a slot (and fires `on_started`) only once it is ready, so a waiting call
@@ -118,11 +121,12 @@ class _Conflict:
         self._barrier = -1
 
     def deps(self, index: int, plans: Plans) -> tuple[int, ...]:
-        access = plans[index].access
+        plan = plans[index]
+        access = plan.access
         if not access.writes:
-            if not access.reads:  # touches nothing shared: only the toolset
-                barrier = self._barrier
-                return (barrier,) if barrier >= 0 else ()
+            if not access.reads:  # touches nothing shared
+                barrier = self._barrier  # its lookup may: after a barrier's change
+                return (barrier,) if plan.runs_nothing and barrier >= 0 else ()
             if not self._writes:  # a read, and nothing earlier writes: no wait
                 for key in access.reads:
                     self._reads.append((index, key))

@@ -12,11 +12,13 @@ never a second lookup's.
 
 Which later calls may already have started? Only those that did not wait for
 the changing call. Every policy makes each call wait for the last earlier
-barrier, even one that runs nothing or touches nothing (`_policies`), so after
-a barrier (an undeclared SEQUENTIAL tool, the default) none has. A call that
-changes the toolset while declaring a narrower access broke its declaration:
-the calls that overlapped it ran under the toolset they started with, and a
-warning says so.
+barrier, even one that runs nothing (`_policies`), so after a barrier (an
+undeclared SEQUENTIAL tool, the default) none has, but for calls of known
+tools declaring they touch nothing (`Access()`), which keep overlapping a
+barrier (issue 13). A call that changes the toolset while declaring a narrower
+access broke its declaration. Either way the calls that overlapped it ran as
+the tool they were classified by, and a warning names those whose name now
+resolves to another tool.
 
 A batch whose modifiers change no tool pays one integer comparison per
 modifier; one with no modifier pays nothing.
