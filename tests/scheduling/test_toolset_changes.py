@@ -188,3 +188,39 @@ async def test_agent_answers_as_serial_execution(case: str, overlap: bool) -> No
     assert len(serial) == len(batch_of(case))
     assert parallel == serial
     assert waves == CASES[case][1]
+
+
+async def test_a_call_that_overlapped_a_change_of_another_name_is_not_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call of a known tool declaring Access() overlaps the barrier (issue 13).
+
+    The barrier registers another name: the overlapping call's name resolves
+    as before, so nothing is warned about; the call after the change runs.
+    """
+    world = World(hold=True)
+
+    async def free(tag: str) -> str:
+        """Touches nothing shared."""
+        await world._body(tag)
+        return f"free:{tag}"
+
+    world.registry.register(
+        tw.tool(
+            name="free", concurrency=tw.Concurrency.SAFE, access=lambda a: tw.Access()
+        )(free)
+    )
+    batch = [
+        call(0, "admin", "a", op="register_x"),
+        call(1, "free", "f"),
+        call(2, "x", "x1"),
+    ]
+    runner = ToolRunner(world.registry, state=SessionState(workspace=tmp_path))
+    dispatcher = Dispatcher(ConcurrencyConfig(max_concurrency=8))
+    with caplog.at_level(logging.WARNING, logger="toolweave.scheduling"):
+        results, waves = await drive(
+            world, lambda: dispatcher.dispatch(batch, world.registry, runner)
+        )
+    assert waves == [{"a", "f"}, {"x1"}]
+    assert [r.text for r in results] == ["admin register_x", "free:f", "x:x1"]
+    assert not [r for r in caplog.records if "changed the toolset" in r.message]
