@@ -72,6 +72,15 @@ ModeOpt = Annotated[
         " an ask is denied unless the mode or a rule allows the call.",
     ),
 ]
+OnAskOpt = Annotated[
+    str,
+    typer.Option(
+        "--on-ask",
+        help="deny (default): an ask is denied; suspend: the session stops and"
+        " waits, is reported 'suspended' (not failed, never re-run) and is"
+        " decided later with `toolweave resume ID --approve KEY` / `--deny KEY`.",
+    ),
+]
 NO_TOOLS_HELP = (
     "say which tools the sessions get: --tools coding (the built-in coding tools"
     " over each task's workspace), --tools module:function, or --tools none"
@@ -170,11 +179,17 @@ def make_batch_command(
         no_store: NoStoreOpt = False,
         progress: ProgressOpt = True,
         permission_mode: ModeOpt = "default",
+        on_ask: OnAskOpt = "deny",
     ) -> None:
         """Run one agent session per line of TASKS; re-running skips what is done."""
         console = Console(stderr=True)
         try:
-            config = AgentConfig(permission_mode=PermissionMode(permission_mode))
+            if on_ask not in ("deny", "suspend"):
+                raise UsageError(f"--on-ask must be deny or suspend, not {on_ask!r}")
+            config = AgentConfig(
+                permission_mode=PermissionMode(permission_mode),
+                on_ask="suspend" if on_ask == "suspend" else "deny",
+            )
             if tools is None:
                 raise UsageError(NO_TOOLS_HELP)
             hooks = hooks_for(Path.cwd())

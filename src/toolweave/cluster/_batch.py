@@ -13,7 +13,7 @@ import anyio
 import anyio.to_thread
 
 from .._exceptions import ClusterError, ConfigError, StoreError
-from ..events import CompletionReason, Event
+from ..events import Event
 from ..loop import AgentConfig, HookSettings
 from ..sessions import SessionStore, results_dir_beside
 from ._journal import BatchJournal
@@ -23,7 +23,7 @@ from ._records import RecordWriter, SessionRecord, load_records
 from ._session import SessionSettings, ToolsFactory, run_session, serve_session
 from ._storelink import StoredSession, open_stored_session
 from ._stream import remote_items
-from ._tally import BatchStatistics, EventSink, SessionTracker, Tally
+from ._tally import BatchStatistics, EventSink, SessionTracker, Tally, status_of
 from ._tasks import BatchTask, load_tasks
 from ._tools import ray_task_options
 from ._wire import Chunk, Outcome
@@ -179,10 +179,10 @@ def _concluded(task: BatchTask, stored: StoredSession, placement: str) -> Sessio
     """The record of a session that had ended before its driver wrote the line."""
     run = stored.concluded
     assert run is not None
-    completed = run.reason is CompletionReason.COMPLETED
+    status = status_of(run.reason)
     return SessionRecord(
         task.task_id,
-        "completed" if completed else "failed",
+        status,
         line=task.line,
         session_id=stored.session_id,
         completion_reason=run.reason.value if run.reason else None,
@@ -190,7 +190,7 @@ def _concluded(task: BatchTask, stored: StoredSession, placement: str) -> Sessio
         usage=run.usage,
         cost=run.cost,
         reason=run.detail
-        if completed
+        if status != "failed"
         else run.detail or (run.reason.value if run.reason else ""),
         placement=placement,
         metadata=task.metadata,
@@ -330,7 +330,7 @@ def _pending(
 ) -> list[BatchTask]:
     def is_done(task: BatchTask) -> bool:
         record = done.get(task.task_id)
-        return record is not None and (record.ok or not retry_failed)
+        return record is not None and (record.settled or not retry_failed)
 
     return [task for task in tasks if not is_done(task)]
 

@@ -474,6 +474,7 @@ class RunLoop:
             and self.iteration == self.resume.suspension.iteration
         ):
             done = self.resume.suspension.done  # ran before the suspension: kept
+            self.runner.restore_signals(self.resume.suspension.signals)
         try:
             results = await self.batcher.run(step.response.tool_calls, stream, done)
         except (KeyboardInterrupt, SystemExit) as exc:
@@ -494,7 +495,9 @@ class RunLoop:
         Nothing is appended to the transcript (the calls are answered on
         resume); `RunSuspended` tells a store what waits and what was held.
         """
-        self.runner.take_signals()  # the batch is not over: nothing of it applies yet
+        # the batch is not over: what its hooks said applies once it is (on resume)
+        waiting = {p.key for p in self.suspend.pending}  # their hooks run on resume
+        kept = tuple(s for s in self.runner.keep_signals() if s[1] not in waiting)
         suspension, finish = suspended_end(
             self.suspend,
             messages=self.conversation.snapshot(),
@@ -502,6 +505,7 @@ class RunLoop:
             results=results,
             iteration=self.iteration,
             always=self.runner.always,
+            signals=kept,
         )
         self.suspension = suspension
         self.emit(
@@ -510,6 +514,7 @@ class RunLoop:
                 iteration=suspension.iteration,
                 always=suspension.always,
                 held=self.suspend.held,
+                signals=kept,
                 at=self.clock(),
             )
         )
