@@ -7,11 +7,13 @@ input and the whole input must be exclusive.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from toolweave.messages import ToolCall
 from toolweave.scheduling._gate import classify
-from toolweave.tools import Concurrency, ToolRegistry
+from toolweave.tools import Access, Concurrency, ToolRegistry
 from toolweave.tools.builtin import BashTool, classify_bash
 from toolweave.tools.builtin.bash._classifier import (
     is_read_only,
@@ -646,10 +648,20 @@ COMPOSED_READERS.remove("cat <<EOF\n$(grep -c x f)\nEOF\n")
 COMPOSED_READERS.append("cat <<EOF\n$(grep -c x f)\nEOF")
 
 
-def _gate_parallel(command: str) -> bool:
-    registry = ToolRegistry([BashTool(".")])
+def _gate_parallel(command: str, root: Path | None = None) -> bool:
+    """Whether the gate lets the call overlap others, in a folder with no .git.
+
+    Not the checkout itself: in a clone (`.git` a directory, unlike a worktree's
+    `.git` file) ``git add``/``git commit`` declare their writes to ``.git``
+    and are then rightly parallel with the keys that say so; that case is
+    `test_a_git_writer_is_exclusive_or_declares_its_writes_to_git`.
+    """
+    registry = ToolRegistry([BashTool(root or _EMPTY_WORKSPACE)])
     plan = classify(ToolCall("c1", "bash", {"command": command}), registry)
     return plan.parallel_ok
+
+
+_EMPTY_WORKSPACE = Path(__file__).resolve().parent  # a real folder, no .git in it
 
 
 def test_the_table_is_big_and_covers_both_sides() -> None:
@@ -677,6 +689,23 @@ def test_traps_are_exclusive(command: str) -> None:
 def test_a_writer_anywhere_makes_the_whole_input_exclusive(command: str) -> None:
     assert classify_bash(command) is Concurrency.SEQUENTIAL
     assert not _gate_parallel(command)
+
+
+@pytest.mark.parametrize(
+    "command", [c for c in TRAPS + COMPOSITIONS if "git " in c and c.strip()]
+)
+def test_a_git_writer_is_exclusive_or_declares_its_writes_to_git(
+    command: str, tmp_path: Path
+) -> None:
+    """In a git workspace a git writer may overlap others only by declaring `.git`."""
+    (tmp_path / ".git").mkdir()
+    tool = BashTool(tmp_path)
+    if not _gate_parallel(command, tmp_path):
+        return  # a barrier, as with no .git (or no sandbox to enforce a declaration)
+    access = tool.access_for(tool.parse({"command": command}))
+    assert access is not None and access.writes, command
+    head = Access(reads=(f"fs:{tmp_path.resolve() / '.git' / 'HEAD'}",))
+    assert access.conflicts_with(head), (command, access)
 
 
 def test_a_parser_fault_is_exclusive(monkeypatch: pytest.MonkeyPatch) -> None:
