@@ -10,6 +10,9 @@ under a crowded folder such as ``/tmp`` carries a thousand of them.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,8 +30,21 @@ FILE_READ = EXECUTE | READ_FILE
 
 
 @pytest.fixture
-def beside(tmp_path: Path) -> Path:
-    """A workspace `ws` with a folder, a file and links of every kind beside it."""
+def beside() -> Iterator[Path]:
+    """A workspace `ws` with a folder, a file and links of every kind beside it.
+
+    Made right under /tmp, not in pytest's run directory: that holds one entry
+    per test (thousands in a full run), past `MAX_ANCESTOR_ENTRIES`, where
+    `read_rules` rightly gives None.
+    """
+    base = Path(tempfile.mkdtemp(prefix="tw-rules-", dir="/tmp")).resolve()
+    try:
+        yield _beside(base)
+    finally:
+        shutil.rmtree(base)
+
+
+def _beside(tmp_path: Path) -> Path:
     (tmp_path / "ws").mkdir()
     (tmp_path / "folder").mkdir()
     (tmp_path / "file.txt").write_text("x\n")
