@@ -1,12 +1,18 @@
 """Sandbox spawn overhead: a bash call confined by Landlock / bwrap vs a plain spawn.
 
 Run: python bench/bench_sandbox.py [--spawns N] [--rounds R] [--backend asyncio|trio]
+         [--parent DIR]
 
 Part 1 times the real path, `run_shell` of ``bash -c true`` (spawn, wait, reap),
-once per way of spawning: plain, and each backend under read-only and
+once per way of spawning: plain, and each backend under read-only,
 workspace-write (workspace-write also makes and removes the private temp dir,
-and under Landlock snapshots the git guard). Rounds alternate the variants so
-machine noise hits all alike; the median round counts. Target (issue 11): the
+and under Landlock snapshots the git guard) and *confined* (issue 28: read-only
+but for two declared writes, a file and a creation folder, with reads inside
+the workspace confined to two declared files; the workspace is a fresh
+folder in the system temp folder, whose other entries Landlock gets read
+rules for; ``--parent DIR`` puts it elsewhere). Target (issue 28): confined
+at most 5 ms over read-only. Rounds alternate the variants so machine noise
+hits all alike; the median round counts. Target (issue 11): the
 read-only sandbox adds at most 5 ms per spawn over a plain one.
 
 Part 2 records why Landlock is applied from a restricted spawner thread
@@ -17,6 +23,7 @@ instead of vfork) or through a Python helper that applies Landlock and execs.
 from __future__ import annotations
 
 import argparse
+import inspect
 import statistics
 import subprocess
 import sys
@@ -31,6 +38,7 @@ import anyio
 import toolweave  # noqa: F401 - a parent as big as a real agent process
 from toolweave.tools import SandboxMode
 from toolweave.tools.builtin.bash._process import run_shell
+from toolweave.tools.builtin.sandbox import Grant
 from toolweave.tools.builtin.sandbox._landlock import (
     FS_READ,
     Ruleset,
@@ -41,6 +49,11 @@ from toolweave.tools.builtin.sandbox._landlock import (
 from toolweave.tools.builtin.sandbox._sandbox import Backend, Sandbox, backend_available
 
 TARGET_MS = 5.0
+CONFINED = (
+    "2 grants, 2 reads"
+    if "reads" in inspect.signature(Sandbox.confine).parameters
+    else "2 grants; this tree confines no reads"
+)
 Variant = Callable[[], Awaitable[None]]
 
 
@@ -56,11 +69,28 @@ def variants(tmp: Path) -> dict[str, Variant]:
             max_output_bytes=1000,
         )
 
-    def confined(backend: Backend, mode: SandboxMode) -> Variant:
+    (root / "src").mkdir()
+    (root / "out").mkdir()
+    for name in ("src/a.py", "src/b.py", "notes.txt"):
+        (root / name).write_text("x\n")
+    grants = (Grant(str(root / "notes.txt"), "file"), Grant(str(root / "out"), "dir"))
+    reads = (str(root / "src/a.py"), str(root / "src/b.py"))
+
+    def confined(
+        backend: Backend,
+        mode: SandboxMode,
+        grants: tuple[Grant, ...] = (),
+        reads: tuple[str, ...] | None = None,
+    ) -> Variant:
         sandbox = Sandbox(root, backend=backend)
 
+        # a tree from before issue 28's declared reads: grants only (its line says so)
+        extra = (
+            (reads,) if "reads" in inspect.signature(sandbox.confine).parameters else ()
+        )
+
         async def run() -> None:
-            async with sandbox.confine(mode, root) as c:
+            async with sandbox.confine(mode, root, grants, *extra) as c:
                 assert c.backend == backend
                 await run_shell(
                     "true",
@@ -80,6 +110,10 @@ def variants(tmp: Path) -> dict[str, Variant]:
             continue
         for mode in (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE):
             found[f"{backend} {mode.value}"] = confined(backend, mode)
+        # issue 28: read-only but for the declared writes, reads confined
+        found[f"{backend} confined"] = confined(
+            backend, SandboxMode.READ_ONLY, grants, reads
+        )
     return found
 
 
@@ -90,8 +124,8 @@ async def per_spawn_ms(variant: Variant, spawns: int) -> float:
     return (time.perf_counter() - start) / spawns * 1e3
 
 
-async def part1(spawns: int, rounds: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+async def part1(spawns: int, rounds: int, parent: str | None) -> None:
+    with tempfile.TemporaryDirectory(dir=parent) as tmp:
         table = variants(Path(tmp))
         times: dict[str, list[float]] = {name: [] for name in table}
         for variant in table.values():  # warm-up: probes, imports, caches
@@ -110,6 +144,15 @@ async def part1(spawns: int, rounds: int) -> None:
             over = statistics.median(times[name]) - plain
             verdict = "meets" if over <= TARGET_MS else "MISSES"
             print(f"{name}: +{over:.2f} ms {verdict} the {TARGET_MS:g} ms target")
+    for backend in ("landlock", "bwrap"):
+        if f"{backend} confined" in times:
+            read_only = statistics.median(times[f"{backend} read-only"])
+            over = statistics.median(times[f"{backend} confined"]) - read_only
+            verdict = "meets" if over <= TARGET_MS else "MISSES"
+            print(
+                f"{backend} confined ({CONFINED}) over {backend} read-only:"
+                f" +{over:.2f} ms {verdict} the {TARGET_MS:g} ms target"
+            )
 
 
 def _rules() -> list[tuple[str, int]]:
@@ -194,8 +237,9 @@ def main() -> None:
     parser.add_argument("--spawns", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    parser.add_argument("--parent", default=None, help="where the workspace is made")
     args = parser.parse_args()
-    anyio.run(part1, args.spawns, args.rounds, backend=args.backend)
+    anyio.run(part1, args.spawns, args.rounds, args.parent, backend=args.backend)
     part2(args.spawns, args.rounds)
 
 

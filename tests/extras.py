@@ -28,8 +28,11 @@ EXTRA_OF_FILE: dict[str, str] = {
     "test_langgraph_fidelity.py": "langgraph",
     "test_pydantic_ai.py": "pydantic-ai",
     "test_pydantic_ai_fidelity.py": "pydantic-ai",
+    "test_pydantic_ai_deferred.py": "pydantic-ai",
+    "test_pydantic_ai_mcp.py": "pydantic-ai",
     "test_openai_agents.py": "openai-agents",
     "test_openai_agents_fidelity.py": "openai-agents",
+    "test_openai_agents_approvals.py": "openai-agents",
 }
 """Test modules that import a framework at the top, so need its extra to be collected."""
 

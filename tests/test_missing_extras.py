@@ -165,3 +165,30 @@ def test_toolweave_batch_with_ray_but_no_ray_says_so_in_one_line(
     lines = done.stderr.strip().splitlines()
     assert "Traceback" not in done.stderr
     assert any("pip install 'toolweave[ray]'" in text for text in lines), lines
+
+
+def test_a_ray_client_address_without_ray_client_names_what_to_install(
+    tmp_path: Path,
+) -> None:
+    """``--ray-address ray://...`` with Ray but not Ray Client (grpcio): one line, exit 2."""
+    from extras import require_extra
+
+    require_extra("ray")
+    steps = {"name": "s", "steps": [{"text": "an answer"}]}
+    tasks = tmp_path / "tasks.jsonl"
+    line = {"id": "t1", "prompt": "p", "model": "scripted:" + json.dumps(steps)}
+    tasks.write_text(json.dumps(line) + "\n")
+    code = BLOCK_BY_FINDER.format(blocked=["grpc"]) + (
+        "from toolweave.cli import main\nmain()\n"
+    )
+    done = _python(
+        code,
+        *["batch", str(tasks), "--tools", "none", "--no-store", "--no-progress"],
+        *["--ray-address", "ray://127.0.0.1:1"],
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    text = " ".join(done.stderr.split())
+    assert "joining ray://127.0.0.1:1 (Ray Client) needs ray[client]" in text
+    assert "pip install 'toolweave[ray]'" in text

@@ -20,20 +20,26 @@ import pytest
 
 from toolweave.messages import Image, Text, ToolCall, ToolResult
 from toolweave.tools import SessionState, ToolContext
+from toolweave.tools._context import idempotency_key
 
 
 def _modifier() -> None:
     return None
 
 
-def _twin(cls: type, post_init: Any = None) -> Any:
-    """`cls`'s fields in a dataclass whose ``__init__`` dataclasses generate."""
+def _twin(cls: type, post_init: Any = None, defaults: Any = None) -> Any:
+    """`cls`'s fields in a dataclass whose ``__init__`` dataclasses generate.
+
+    `defaults` overrides a field's default where the written-out ``__init__``
+    takes None for "derive it" (its `post_init` then does the deriving).
+    """
+    overrides = defaults or {}
     specs = [
         (
             f.name,
             f.type,
             dataclasses.field(
-                default=f.default,
+                default=overrides.get(f.name, f.default),
                 default_factory=f.default_factory,
                 init=f.init,
                 repr=f.repr,
@@ -56,6 +62,12 @@ def _result_post_init(self: Any) -> None:  # ToolResult's former __post_init__
         object.__setattr__(self, "is_error", True)
     if not isinstance(self.content, str | tuple):
         object.__setattr__(self, "content", tuple(self.content))
+
+
+def _context_post_init(self: Any) -> None:  # the key derived from the call scope
+    if self.idempotency_key is None:
+        key = idempotency_key(self.state.call_scope, self.call)
+        object.__setattr__(self, "idempotency_key", key)
 
 
 def _values(obj: object) -> list[tuple[str, Any]]:
@@ -85,12 +97,18 @@ RESULTS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 
 _CALL = ToolCall("c1", "read", {})
 _STATE = SessionState()
+_SCOPED = SessionState()
+_SCOPED.call_scope = "session-1/2"
 
 CONTEXTS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
     ((_CALL, _STATE), {}),
     ((_CALL, _STATE), {"progress": print}),
     ((_CALL,), {"state": _STATE}),
+    ((_CALL, _STATE), {"idempotency_key": "driver/1/c1/1"}),  # given: kept
+    ((_CALL, _SCOPED), {}),  # derived from the session's call scope
 ]
+# Written-out defaults of None that mean "derive it" (the post_init derives).
+_DERIVED: dict[type, dict[str, Any]] = {ToolContext: {"idempotency_key": None}}
 
 
 @pytest.mark.parametrize(
@@ -98,14 +116,14 @@ CONTEXTS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
     [
         (ToolCall, CALLS, None),
         (ToolResult, RESULTS, _result_post_init),
-        (ToolContext, CONTEXTS, None),
+        (ToolContext, CONTEXTS, _context_post_init),
     ],
     ids=["ToolCall", "ToolResult", "ToolContext"],
 )
 def test_the_written_out_init_sets_what_the_generated_one_does(
     cls: type, cases: list[tuple[tuple[Any, ...], dict[str, Any]]], post_init: Any
 ) -> None:
-    twin = _twin(cls, post_init)
+    twin = _twin(cls, post_init, _DERIVED.get(cls))
     mine = inspect.signature(cls).parameters
     generated = inspect.signature(twin).parameters
     # repr: a default factory shows as <factory> in both

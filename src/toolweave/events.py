@@ -495,6 +495,9 @@ class RunSuspended:
     """The session's "always" approvals so far."""
     held: tuple[str, ...] = ()
     """Keys of calls of the batch that had not started when it suspended (they run on resume)."""
+    signals: tuple[tuple[str, str, str], ...] = ()
+    """What hooks said about the batch's calls so far: ``(kind, call key, text)``,
+    kind ``"context"`` (for the model) or ``"stop"``; given back on resume."""
     at: float = field(default_factory=_now)
     """anyio time of the event."""
 

@@ -270,3 +270,107 @@ def effect_lines(path: str | os.PathLike[str]) -> list[str]:
             return handle.read().splitlines()
     except FileNotFoundError:
         return []
+
+
+# -- faults on a multi-node cluster: tools pinned to a node by a custom resource --------
+
+
+class Witness:
+    """A Ray actor (async) where tools note where they run; tests wait for the notes."""
+
+    def __init__(self) -> None:
+        self.notes: dict[str, dict[str, Any]] = {}
+        self._seen: dict[str, anyio.Event] = {}
+
+    async def note(self, tag: str, info: dict[str, Any]) -> None:
+        self.notes[tag] = info
+        self._seen.setdefault(tag, anyio.Event()).set()
+
+    async def wait_for(self, tag: str) -> dict[str, Any]:
+        await self._seen.setdefault(tag, anyio.Event()).wait()
+        return self.notes[tag]
+
+
+def _note_here(witness: str, tag: str, ctx: ToolContext | None = None) -> None:
+    import ray
+
+    info = {
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "pid": os.getpid(),
+        "key": None if ctx is None else ctx.idempotency_key,
+    }
+    ray.get(_actor(witness).note.remote(tag, info))
+
+
+@tool(
+    concurrency=Concurrency.SAFE,
+    access=lambda args: Access(),
+    interrupt=Interrupt.CANCEL,
+    placement="ray",
+    resources={"num_cpus": 0, "doomed": 1},
+)
+def doomed_wait(tag: str, witness: str, ctx: ToolContext) -> str:
+    """Runs on the node with the ``doomed`` resource: note it, then wait (until killed)."""
+    _note_here(witness, tag, ctx)
+    threading.Event().wait(120)
+    return f"{tag} finished"
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+def local_wait(tag: str, witness: str) -> str:
+    """Runs inside the session's process: note where, then wait (until killed or frozen)."""
+    _note_here(witness, tag)
+    threading.Event().wait(120)
+    return f"{tag} finished"
+
+
+@tool(
+    concurrency=Concurrency.SAFE,
+    access=lambda args: Access(),
+    placement="ray",
+    resources={"num_cpus": 0, "nowhere": 1},
+)
+def nowhere(path: str) -> str:
+    """Needs a resource no node has; would record that it ran."""
+    _append(path, "nowhere ran")
+    return "ran"
+
+
+@tool(
+    concurrency=Concurrency.SAFE,
+    access=lambda args: Access(),
+    placement="ray",
+    resources={"num_cpus": 0},
+)
+def keyed_effect(ledger: str, tag: str, ctx: ToolContext) -> str:
+    """A side effect deduplicated by the call's idempotency key (the documented pattern).
+
+    The ledger holds one ``<key> <tag>`` line per effect done; an attempt whose
+    key is already there is not done again.
+    """
+    key = ctx.idempotency_key
+    done = {line.split(" ", 1)[0] for line in effect_lines(ledger)}
+    if key in done:
+        return f"already done {key}"
+    _append(ledger, f"{key} {tag}")
+    return f"did {key}"
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+async def loop_blocker(tag: str, witness: str) -> str:
+    """Note where, then block the session's event loop itself (it cannot end the run)."""
+    _note_here(witness, tag)
+    threading.Event().wait(120)  # on the loop itself: the point of this tool
+    return f"{tag} finished"
+
+
+@tool(concurrency=Concurrency.SAFE, access=lambda args: Access())
+def env_var(name: str) -> str:
+    """The environment variable `name` where the session runs ('<unset>' if none)."""
+    return os.environ.get(name, "<unset>")
+
+
+def fault_tools(task: BatchTask) -> list[Tool]:
+    """Tools factory of the fault tests (importable by Ray workers)."""
+    del task
+    return [add, doomed_wait, local_wait, loop_blocker, nowhere, keyed_effect, env_var]

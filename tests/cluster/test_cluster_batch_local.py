@@ -268,6 +268,47 @@ def test_batch_command_reports_bad_input(tmp_path: Path) -> None:
     assert bad_store.exit_code == 2 and "error" in bad_store.output
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--session-resources", "{nope", "--session-resources: not valid JSON"),
+        ("--session-resources", "[1, 2]", "must be a JSON object, got list"),
+        ("--session-resources", '{"gpu": -1}', "'gpu' must be a number >= 0"),
+        ("--session-resources", '{"gpu": true}', "'gpu' must be a number >= 0"),
+        ("--session-resources", "missing.json", "neither a JSON object nor a"),
+        ("--runtime-env", "missing.json", "--runtime-env: 'missing.json' is neither"),
+        ("--runtime-env", '{"env_vars": ', "--runtime-env: not valid JSON"),
+    ],
+)
+def test_batch_command_refuses_bad_ray_options_before_running(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    option: str,
+    value: str,
+    words: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(task_line("only", ok_steps(1)) + "\n")
+    argv = ["batch", str(tasks), "--tools", "none", "--ray", option, value]
+    result = CliRunner().invoke(_cli(tmp_path / "s.db"), argv)
+    assert result.exit_code == 2, result.output
+    assert words in " ".join(result.output.split())
+    assert not (tmp_path / "tasks.results.jsonl").exists()  # nothing ran
+
+
+def test_session_resources_merge_over_session_cpus(tmp_path: Path) -> None:
+    from toolweave.cli._ray_options import json_object, session_resources
+
+    assert session_resources(0.0, None) == {"num_cpus": 0.0}
+    assert session_resources(0.0, '{"node_b": 1}') == {"num_cpus": 0.0, "node_b": 1.0}
+    assert session_resources(1.0, '{"num_cpus": 0.5}') == {"num_cpus": 0.5}
+    env = tmp_path / "env.json"
+    env.write_text('{"env_vars": {"A": "1"}}')
+    assert json_object(str(env), "--runtime-env") == {"env_vars": {"A": "1"}}
+    assert json_object(' {"pip": ["x"]}', "--runtime-env") == {"pip": ["x"]}
+
+
 def test_toolweave_batch_is_registered_on_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

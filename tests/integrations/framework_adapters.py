@@ -1,4 +1,5 @@
-"""One adapter per framework, so a scenario is written once and asserted on all three.
+"""One adapter per framework API (LangGraph has three: a hand-built graph, create_agent,
+v2 create_react_agent), so a scenario is written once and asserted on each.
 
 An adapter turns plain async tools ``(name: str) -> str`` into the framework's
 tools, wraps them with toolweave's scheduling (or not: the baseline), runs one
@@ -104,9 +105,14 @@ class LangGraphAdapter:
 
         return Box(ToolNode(self._tools(tools)))
 
+    def _app(self, model: Any, box: Box) -> Any:
+        from test_langgraph import _graph
+
+        return _graph(model, box.tools)
+
     async def run(self, specs: Specs, box: Box) -> Ran:
         from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-        from test_langgraph import RecordingModel, _graph
+        from test_langgraph import RecordingModel
 
         from toolweave.integrations.langgraph import INTERRUPT_KEY
 
@@ -121,7 +127,7 @@ class LangGraphAdapter:
         config = (
             {"configurable": {INTERRUPT_KEY: box.interrupt}} if box.interrupt else None
         )
-        out = await _graph(model, box.tools).ainvoke(
+        out = await self._app(model, box).ainvoke(
             {"messages": [HumanMessage("go")]}, config
         )
         assert len(model.seen) == 2
@@ -135,6 +141,53 @@ class LangGraphAdapter:
             if isinstance(m, ToolMessage)
         ]
         return Ran(answers, str(out["messages"][-1].content))
+
+
+class CreateAgentAdapter(LangGraphAdapter):
+    """`ScheduledToolMiddleware` in langchain's `create_agent` (each call its own Send)."""
+
+    name = "langgraph_create_agent"
+
+    def scheduled(
+        self,
+        tools: Mapping[str, ToolFn],
+        declarations: Mapping[str, Declaration],
+        **options: Any,
+    ) -> Box:
+        from toolweave.integrations.langgraph import ScheduledToolMiddleware
+
+        interrupt = options.pop("interrupt", None)
+        cap = options.pop("max_concurrency", None)
+        if cap is not None:
+            options["scheduler_options"] = {
+                "config": ConcurrencyConfig(max_concurrency=cap)
+            }
+        middleware = ScheduledToolMiddleware(dict(declarations), **options)
+        return Box((self._tools(tools), [middleware]), interrupt)
+
+    def plain(self, tools: Mapping[str, ToolFn]) -> Box:
+        return Box((self._tools(tools), []))
+
+    def _app(self, model: Any, box: Box) -> Any:
+        from langchain.agents import create_agent
+
+        tools, middleware = box.tools
+        return create_agent(model, tools=tools, middleware=middleware)
+
+
+class ReactV2Adapter(LangGraphAdapter):
+    """`ScheduledToolNode` in `create_react_agent(version="v2")` (each call its own Send)."""
+
+    name = "langgraph_react_v2"
+
+    def _app(self, model: Any, box: Box) -> Any:
+        import warnings
+
+        from langgraph.prebuilt import create_react_agent
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return create_react_agent(model, box.tools, version="v2")
 
 
 class PydanticAIAdapter:
@@ -241,6 +294,8 @@ class OpenAIAgentsAdapter:
 
 ADAPTERS: list[Adapter] = [
     LangGraphAdapter(),
+    CreateAgentAdapter(),
+    ReactV2Adapter(),
     PydanticAIAdapter(),
     OpenAIAgentsAdapter(),
 ]

@@ -1,4 +1,4 @@
-"""The scenarios every framework integration must pass, written once, run on all three.
+"""The scenarios every framework integration must pass, written once, run on each adapter.
 
 Each runs through the framework's real runner (`framework_adapters`): the call
 order of the answers, overlap proven by rendezvous (`framework_probe.Probe`),

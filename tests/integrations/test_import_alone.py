@@ -51,3 +51,24 @@ def test_the_package_imports_no_framework() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_langgraph_module_imports_without_langchain_and_names_it_for_the_middleware() -> (
+    None
+):
+    """ScheduledToolNode needs no langchain; ScheduledToolMiddleware says what it needs."""
+    require_extra("langgraph")
+    code = BLOCKER.format(blocked=["langchain"], module="langgraph") + (
+        "from toolweave import MissingExtraError\n"
+        "assert m.ScheduledToolNode\n"
+        "try:\n"
+        "    m.ScheduledToolMiddleware\n"
+        "except MissingExtraError as exc:\n"
+        "    assert 'toolweave[langgraph]' in str(exc) and 'langchain' in str(exc), exc\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Send
 from pydantic import Field
 
 from toolweave.integrations import READ_ONLY
@@ -127,17 +128,25 @@ def test_hand_built_graph_sync_path() -> None:
 
 
 @pytest.mark.anyio
-async def test_react_agent_v2_sends_calls_apart_and_the_node_warns() -> None:
-    from langgraph.prebuilt import create_react_agent
+async def test_a_lone_call_without_its_ai_message_runs_and_the_node_warns() -> None:
+    """A Send of one call whose state holds no AI message with it: nothing to order by."""
+    probe = Probe()
+    node = ScheduledToolNode(_tools(probe), declarations=DECLARATIONS)
+    call = _calls(("write", "W")).tool_calls[0]
 
-    model = _model(("read", "a"), ("read", "b"))
-    node = ScheduledToolNode(_tools(Probe()), declarations=DECLARATIONS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        agent = create_react_agent(model, node)
-    with pytest.warns(SplitBatchWarning, match="version='v1'"):
-        await agent.ainvoke({"messages": [HumanMessage("go")]})
-    assert [m.tool_call_id for m in _answers(model)] == ["c0", "c1"]
+    def fan_out(state: MessagesState) -> list[Send]:
+        del state
+        payload = {"__type": "tool_call_with_context", "tool_call": call, "state": {}}
+        return [Send("tools", payload)]
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", node)
+    graph.add_conditional_edges(START, fan_out, ["tools"])
+    with pytest.warns(SplitBatchWarning, match="cannot be ordered"):
+        out = await graph.compile().ainvoke({"messages": [HumanMessage("go")]})
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == [
+        "wrote W"
+    ]
 
 
 @pytest.mark.anyio

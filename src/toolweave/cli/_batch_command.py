@@ -28,6 +28,8 @@ from ..loop import AgentConfig, HookSettings, load_hook_settings
 from ..sessions import SessionStore
 from ._batch_progress import batch_progress
 from ._errors import fail
+from ._ray_options import json_object, ray_target
+from ._ray_options import session_resources as _session_resources
 from ._session_run import open_store
 from ._settings import load_settings
 
@@ -70,6 +72,15 @@ ModeOpt = Annotated[
         " an ask is denied unless the mode or a rule allows the call.",
     ),
 ]
+OnAskOpt = Annotated[
+    str,
+    typer.Option(
+        "--on-ask",
+        help="deny (default): an ask is denied; suspend: the session stops and"
+        " waits, is reported 'suspended' (not failed, never re-run) and is"
+        " decided later with `toolweave resume ID --approve KEY` / `--deny KEY`.",
+    ),
+]
 NO_TOOLS_HELP = (
     "say which tools the sessions get: --tools coding (the built-in coding tools"
     " over each task's workspace), --tools module:function, or --tools none"
@@ -77,10 +88,36 @@ NO_TOOLS_HELP = (
 SessionsOpt = Annotated[
     int, typer.Option("--max-sessions", "-j", min=1, help="Sessions at once.")
 ]
-RayOpt = Annotated[bool, typer.Option("--ray", help="Run sessions on Ray.")]
+RayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ray",
+        help="Run sessions on a private local Ray cluster started for the batch.",
+    ),
+]
 AddressOpt = Annotated[
     str | None,
-    typer.Option("--ray-address", help="Join this Ray cluster (implies --ray)."),
+    typer.Option(
+        "--ray-address",
+        help="Join this Ray cluster instead (auto, host:port, ray://host:10001;"
+        " implies --ray).",
+    ),
+]
+RuntimeEnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--runtime-env",
+        help="Ray runtime_env of the batch (env_vars, working_dir, pip, ...): a"
+        " JSON object or the path of a JSON file.",
+    ),
+]
+ResourcesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--session-resources",
+        help="Ray resources of each session (a JSON object, or the path of a"
+        " JSON file), merged over --session-cpus.",
+    ),
 ]
 CpusOpt = Annotated[
     float,
@@ -135,19 +172,29 @@ def make_batch_command(
         ray: RayOpt = False,
         ray_address: AddressOpt = None,
         session_cpus: CpusOpt = 0.0,
+        session_resources: ResourcesOpt = None,
+        runtime_env: RuntimeEnvOpt = None,
         retry_failed: RetryOpt = False,
         store: StoreOpt = None,
         no_store: NoStoreOpt = False,
         progress: ProgressOpt = True,
         permission_mode: ModeOpt = "default",
+        on_ask: OnAskOpt = "deny",
     ) -> None:
         """Run one agent session per line of TASKS; re-running skips what is done."""
         console = Console(stderr=True)
         try:
-            config = AgentConfig(permission_mode=PermissionMode(permission_mode))
+            if on_ask not in ("deny", "suspend"):
+                raise UsageError(f"--on-ask must be deny or suspend, not {on_ask!r}")
+            config = AgentConfig(
+                permission_mode=PermissionMode(permission_mode),
+                on_ask="suspend" if on_ask == "suspend" else "deny",
+            )
             if tools is None:
                 raise UsageError(NO_TOOLS_HELP)
             hooks = hooks_for(Path.cwd())
+            resources = _session_resources(session_cpus, session_resources)
+            ray_init = _ray_init(runtime_env)
         except (UsageError, ValueError) as exc:
             raise fail(exc, console) from exc
         target = output or default_output_path(tasks)
@@ -161,10 +208,14 @@ def make_batch_command(
             max_sessions=max_sessions,
             ray=ray,
             ray_address=ray_address,
-            session_resources={"num_cpus": session_cpus},
+            session_resources=resources,
+            ray_init=ray_init,
             retry_failed=retry_failed,
             hooks=hooks,
         )
+        target_line = ray_target(ray, ray_address)
+        if target_line is not None:
+            console.print(target_line, markup=False, highlight=False)
         try:
             db = None if no_store else open_store(store)
             try:
@@ -177,6 +228,12 @@ def make_batch_command(
         console.print(_summary(stats, target), markup=False, highlight=False)
 
     return batch
+
+
+def _ray_init(runtime_env: str | None) -> dict[str, object] | None:
+    if runtime_env is None:
+        return None
+    return {"runtime_env": json_object(runtime_env, "--runtime-env")}
 
 
 def _drive(

@@ -16,6 +16,7 @@ from ._defaults import describe_statistics as describe_statistics
 from ._defaults import open_default_store as open_default_store
 from ._journal import BatchJournal as BatchJournal
 from ._journal import journal_path as journal_path
+from ._liveness import Liveness as Liveness
 from ._ray import connect_ray as connect_ray
 from ._records import RecordWriter as RecordWriter
 from ._records import SessionRecord as SessionRecord
@@ -47,6 +48,7 @@ __all__ = [
     "BatchTask",
     "Budget",
     "EventSink",
+    "Liveness",
     "RayTool",
     "RecordWriter",
     "Resumption",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, aclosing
+from dataclasses import replace
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, Protocol, final
@@ -12,16 +13,17 @@ import anyio
 import anyio.to_thread
 
 from .._exceptions import ClusterError, ConfigError, StoreError
-from ..events import CompletionReason, Event
+from ..events import Event
 from ..loop import AgentConfig, HookSettings
 from ..sessions import SessionStore, results_dir_beside
 from ._journal import BatchJournal
+from ._liveness import STREAM_OPTIONS, Liveness, resource_demand
 from ._ray import connect_ray, require_ray
 from ._records import RecordWriter, SessionRecord, load_records
 from ._session import SessionSettings, ToolsFactory, run_session, serve_session
 from ._storelink import StoredSession, open_stored_session
 from ._stream import remote_items
-from ._tally import BatchStatistics, EventSink, SessionTracker, Tally
+from ._tally import BatchStatistics, EventSink, SessionTracker, Tally, status_of
 from ._tasks import BatchTask, load_tasks
 from ._tools import ray_task_options
 from ._wire import Chunk, Outcome
@@ -72,19 +74,38 @@ class _LocalBackend:
 @cache
 def _remote_session() -> Any:
     ray = require_ray()
-    return ray.remote(num_returns="streaming", max_retries=0)(serve_session)
+    return ray.remote(**STREAM_OPTIONS)(serve_session)
 
 
 @final
 class _RayBackend:
-    """Each session is one Ray task streaming its events back to this driver."""
+    """Each session is one Ray task streaming its events back to this driver.
+
+    Its wait is judged by `liveness` (see `StreamWatch`): a session whose node
+    died or went silent ends within seconds with "effects unknown"; one that
+    no live node can host ends "never started"; a task's
+    ``max_wall_clock`` plus `Liveness.silence` is its deadline here, in case its
+    own loop cannot enforce it (a frozen worker).
+    """
 
     placement = "ray"
 
-    def __init__(self, settings: Any, options: dict[str, Any], threads: int) -> None:
-        self._settings = settings  # an ObjectRef: pickled once, shared by every task
+    def __init__(
+        self,
+        settings: SessionSettings,
+        options: dict[str, Any],
+        threads: int,
+        liveness: Liveness | None = None,
+    ) -> None:
+        # Sent by value with every task, never as one shared `ray.put` object:
+        # a copy of a shared object on a frozen node stalled the next session's
+        # argument fetch until Ray declared that node dead (~65 s; measured).
+        self._settings = settings
         self._remote = _remote_session().options(**options)
         self._threads = anyio.CapacityLimiter(threads)
+        self._liveness = replace(
+            liveness or Liveness(), demand=resource_demand(options)
+        )
 
     async def run(
         self,
@@ -121,8 +142,16 @@ class _RayBackend:
         stored: StoredSession | None,
     ) -> None:
         resumption = None if stored is None else stored.resumption
-        generator = self._remote.remote(task, self._settings, results_dir, resumption)
-        async with aclosing(remote_items(generator, limiter=self._threads)) as items:
+        scope = "" if stored is None else stored.call_scope
+        generator = self._remote.remote(
+            task, self._settings, results_dir, resumption, scope
+        )
+        live = self._liveness
+        wall = task.budget.max_wall_clock
+        if wall is not None:
+            live = replace(live, deadline=wall + live.silence)
+        streamed = remote_items(generator, limiter=self._threads, liveness=live)
+        async with aclosing(streamed) as items:
             async for item in items:
                 if isinstance(item, Outcome):
                     if item.error is not None:
@@ -150,10 +179,10 @@ def _concluded(task: BatchTask, stored: StoredSession, placement: str) -> Sessio
     """The record of a session that had ended before its driver wrote the line."""
     run = stored.concluded
     assert run is not None
-    completed = run.reason is CompletionReason.COMPLETED
+    status = status_of(run.reason)
     return SessionRecord(
         task.task_id,
-        "completed" if completed else "failed",
+        status,
         line=task.line,
         session_id=stored.session_id,
         completion_reason=run.reason.value if run.reason else None,
@@ -161,7 +190,7 @@ def _concluded(task: BatchTask, stored: StoredSession, placement: str) -> Sessio
         usage=run.usage,
         cost=run.cost,
         reason=run.detail
-        if completed
+        if status != "failed"
         else run.detail or (run.reason.value if run.reason else ""),
         placement=placement,
         metadata=task.metadata,
@@ -301,7 +330,7 @@ def _pending(
 ) -> list[BatchTask]:
     def is_done(task: BatchTask) -> bool:
         record = done.get(task.task_id)
-        return record is not None and (record.ok or not retry_failed)
+        return record is not None and (record.settled or not retry_failed)
 
     return [task for task in tasks if not is_done(task)]
 
@@ -324,6 +353,7 @@ async def run_batch(
     on_update: Callable[[BatchStatistics], None] | None = None,
     retry_failed: bool = False,
     hooks: HookSettings | None = None,
+    liveness: Liveness | None = None,
 ) -> BatchStatistics:
     """Run one agent session per task and append each result to `output` as it ends.
 
@@ -342,8 +372,10 @@ async def run_batch(
     bounds them): Ray lends a task's CPU back only while its *main* thread
     blocks in ``ray.get``, and a session waits for its remote tools on other
     threads, so sessions holding every CPU would starve their own tools.
-    Ray is started for the call (or joined at `ray_address`, with `ray_init`
-    passed to ``ray.init``) unless this process is already connected.
+    Unless this process is already connected, a private local Ray cluster is
+    started for the call (never one ``ray start`` left on the host), or the
+    cluster at `ray_address` is joined; `ray_init` goes to ``ray.init``
+    (``runtime_env``, ...).
 
     Args:
         tasks: Tasks, or the path of a JSONL tasks file (see `parse_tasks`).
@@ -359,12 +391,16 @@ async def run_batch(
         ray: Run sessions on Ray.
         ray_address: A Ray cluster to join (implies `ray`).
         ray_init: Extra ``ray.init`` arguments when this call connects.
-        session_resources: Ray resources of one session (default ``{"num_cpus": 0}``).
+        session_resources: Ray resources of one session, merged over the
+            default ``{"num_cpus": 0}`` (``{"node_b": 1}`` keeps ``num_cpus: 0``).
         sink: Gets ``(session_id, event)`` for every event (a session store).
         on_update: Gets the batch statistics after every change (a progress bar).
         retry_failed: Also re-run tasks whose earlier result was not completed.
         hooks: Shell hooks of every session (``load_hook_settings``), run in its
             workspace (see `SessionSettings.hooks`).
+        liveness: On Ray, how long a session or remote call may be silent (a
+            frozen node) or unschedulable before it ends with an error (see
+            `Liveness`; heartbeats every second, 15 s of silence by default).
 
     Returns:
         The statistics at the end.
@@ -387,6 +423,7 @@ async def run_batch(
         config=config,
         remote_tools=on_ray,
         hooks=hooks,
+        liveness=liveness,
     )
     with BatchJournal(output) as journal, RecordWriter(output) as writer:
         reported = load_records(output)  # read under the batch's lease
@@ -407,8 +444,8 @@ async def run_batch(
         if not on_ray or not any(t.error is None for t in todo):
             await run.drive(todo, _LocalBackend(settings), max_sessions)
             return run.tally.snapshot()
-        async with connect_ray(ray_address, **(ray_init or {})) as ray_module:
-            options = ray_task_options(session_resources or {"num_cpus": 0})
-            backend = _RayBackend(ray_module.put(settings), options, max_sessions)
+        async with connect_ray(ray_address, **(ray_init or {})):
+            options = ray_task_options({"num_cpus": 0, **(session_resources or {})})
+            backend = _RayBackend(settings, options, max_sessions, liveness)
             await run.drive(todo, backend, max_sessions)
     return run.tally.snapshot()

@@ -23,12 +23,14 @@ def open_default_store(path: str | None) -> SessionStore:
 
 
 def describe_statistics(stats: BatchStatistics) -> str:
-    """One line: done, running, failed, skipped, tokens and cost."""
+    """One line: done, suspended (if any), running, failed, skipped, tokens and cost."""
     parts = [
         f"done {stats.completed}",
         f"running {stats.running}",
         f"failed {stats.failed}",
     ]
+    if stats.suspended:
+        parts.insert(1, f"suspended {stats.suspended}")
     if stats.skipped:
         parts.append(f"skipped {stats.skipped}")
     parts.append(f"{stats.tokens:,} tokens")

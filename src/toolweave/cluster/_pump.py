@@ -10,9 +10,12 @@ from typing import TypeAlias
 import anyio
 
 from .._exceptions import ClusterError
-from ._wire import Chunk, Outcome, portable_error
+from ._wire import Chunk, Outcome, Started, portable_error
 
-__all__ = ["Emit", "pump"]
+__all__ = ["HEARTBEAT_SECONDS", "Emit", "pump"]
+
+HEARTBEAT_SECONDS = 1.0
+"""How often an idle remote stream says it is alive (an empty `Chunk`)."""
 
 Emit: TypeAlias = Callable[[object], None]
 """Hands one item to the driver; safe from any thread, never blocks."""
@@ -38,15 +41,26 @@ def _serve(
         items.put(_DONE)
 
 
-def pump(fn: Callable[[Emit], Awaitable[object]]) -> Iterator[Chunk | Outcome]:
+def pump(
+    fn: Callable[[Emit], Awaitable[object]],
+    *,
+    started: Started | None = None,
+    heartbeat: float = HEARTBEAT_SECONDS,
+) -> Iterator[Started | Chunk | Outcome]:
     """Run ``fn(emit)`` in a fresh event loop on a thread; yield its items, then its outcome.
 
     Meant as the body of a Ray streaming-generator task: the generator yields
-    a `Chunk` of everything emitted since the previous yield (in emission
-    order, so a fast producer costs few objects), then exactly one `Outcome`
-    holding the return value or the exception `fn` raised (never raised here).
-    The thread is a daemon: a force-cancelled task dies with its process.
+    `started` first (when given) and only then starts `fn` (so under a
+    backpressure of one object, `fn` begins once the driver took it), then a
+    `Chunk` of everything emitted since the previous yield (in emission
+    order, so a fast producer costs few objects), an empty `Chunk` after every
+    `heartbeat` seconds without one (the driver's proof of life), then exactly
+    one `Outcome` holding the return value or the exception `fn` raised (never
+    raised here). The thread is a daemon: a force-cancelled task dies with its
+    process.
     """
+    if started is not None:
+        yield started
     items: queue.SimpleQueue[object] = queue.SimpleQueue()
     outcome: list[Outcome] = []
     thread = threading.Thread(
@@ -55,7 +69,11 @@ def pump(fn: Callable[[Emit], Awaitable[object]]) -> Iterator[Chunk | Outcome]:
     thread.start()
     finished = False
     while not finished:
-        batch = [items.get()]
+        try:
+            batch = [items.get(timeout=heartbeat)]
+        except queue.Empty:
+            yield Chunk(())
+            continue
         while True:
             try:
                 batch.append(items.get_nowait())

@@ -12,12 +12,17 @@ from ..messages import Usage
 
 __all__ = ["RecordWriter", "SessionRecord", "SessionStatus", "load_records"]
 
-SessionStatus: TypeAlias = Literal["completed", "failed", "crashed", "invalid"]
-"""``completed``: the run ended COMPLETED. ``failed``: it ended for another reason
-(error, budget, max iterations, ...). ``crashed``: it could not run or its
-process died. ``invalid``: the task line could not be used."""
+SessionStatus: TypeAlias = Literal[
+    "completed", "suspended", "failed", "crashed", "invalid"
+]
+"""``completed``: the run ended COMPLETED. ``suspended``: it ended SUSPENDED,
+waiting for a person's decision (``--on-ask suspend``): stored, not failed,
+resumed with ``toolweave resume``, never re-run by the batch. ``failed``: it
+ended for another reason (error, budget, max iterations, ...). ``crashed``: it
+could not run or its process died. ``invalid``: the task line could not be
+used."""
 
-_STATUSES = ("completed", "failed", "crashed", "invalid")
+_STATUSES = ("completed", "suspended", "failed", "crashed", "invalid")
 _USAGE_FIELDS = (
     "input_tokens",
     "output_tokens",
@@ -60,6 +65,15 @@ class SessionRecord:
     def ok(self) -> bool:
         """True for a completed session."""
         return self.status == "completed"
+
+    @property
+    def settled(self) -> bool:
+        """True if a re-run leaves it alone, even with ``--retry-failed``.
+
+        A completed session, or a suspended one: it waits for a decision, and
+        running its task again would repeat what ran before it suspended.
+        """
+        return self.status == "completed" or self.status == "suspended"
 
     def to_json(self) -> dict[str, Any]:
         """The record as a JSON object."""

@@ -15,12 +15,14 @@ from ..events import Event
 from ..loop import Agent, AgentConfig, HookSettings, build_shell_hooks
 from ..sessions import SessionRecorder
 from ..tools import Tool
+from ._liveness import Liveness
 from ._pump import Emit, pump
+from ._ray import started_here
 from ._scripted import model_from_spec
 from ._storelink import Resumption
 from ._tasks import BatchTask
 from ._tools import ray_tools
-from ._wire import Chunk, Outcome, portable_event
+from ._wire import portable_event
 
 __all__ = [
     "SessionSettings",
@@ -57,6 +59,8 @@ class SessionSettings:
     hooks: HookSettings | None = None
     """Shell hooks (`toolweave.toml`'s ``[[hooks.*]]``), run over each session's
     workspace with the task's id as ``session_id``; not with ``config.hooks``."""
+    liveness: Liveness | None = None
+    """How long remote work may be silent or unschedulable (see `Liveness`)."""
 
 
 def _coding_tools(task: BatchTask) -> Sequence[Tool]:
@@ -89,8 +93,13 @@ def build_agent(
     *,
     results_dir: str | None = None,
     resumption: Resumption | None = None,
+    call_scope: str = "",
 ) -> Agent:
     """The agent for `task`, built in the process that will run it.
+
+    `call_scope` (``<session id>/<run>`` of a session recorded by the driver)
+    prefixes its calls' idempotency keys; empty = the run's own (see
+    `SessionState.call_scope`).
 
     `results_dir` is where its large tool results are saved (`run_batch` passes
     the session's folder beside the store); None = the config's, else a
@@ -116,7 +125,7 @@ def build_agent(
     factory = _factory(settings.tools)
     tools: list[Tool] = list(factory(task)) if factory is not None else []
     if settings.remote_tools:
-        tools = ray_tools(tools)
+        tools = ray_tools(tools, liveness=settings.liveness)
     turns = resumption.model_turns if resumption is not None else 0
     agent = Agent(
         model_from_spec(spec, turns_done=turns),
@@ -126,6 +135,7 @@ def build_agent(
     )
     if resumption is not None:
         agent.state.read_files.restore(resumption.read_files)
+    agent.state.call_scope = call_scope
     return agent
 
 
@@ -149,6 +159,7 @@ async def run_session(
     results_dir: str | None = None,
     recorder: SessionRecorder | None = None,
     resumption: Resumption | None = None,
+    call_scope: str = "",
 ) -> None:
     """Run `task`'s session to its end, handing every event to `emit` in order.
 
@@ -166,7 +177,13 @@ async def run_session(
         ConfigError: if the agent cannot be built (nothing was emitted then).
         StoreError: the recorder's session could not be opened for the run.
     """
-    agent = build_agent(task, settings, results_dir=results_dir, resumption=resumption)
+    agent = build_agent(
+        task,
+        settings,
+        results_dir=results_dir,
+        resumption=resumption,
+        call_scope=call_scope,
+    )
     prompt = task.prompt if resumption is None else resumption.prompt
     history = () if resumption is None else resumption.history
     failure: Exception | None = None
@@ -193,11 +210,13 @@ def serve_session(
     settings: SessionSettings,
     results_dir: str | None = None,
     resumption: Resumption | None = None,
-) -> Iterator[Chunk | Outcome]:
-    """Body of a session's Ray task: its portable events in chunks, then the outcome.
+    call_scope: str = "",
+) -> Iterator[object]:
+    """Body of a session's Ray task: `Started`, its portable events in chunks, the outcome.
 
     `results_dir` is a path on the worker's machine (the driver's, on one host).
     `resumption`: the stored session it continues (see `run_session`).
+    `call_scope`: the driver's store's ``<session id>/<run>`` (idempotency keys).
     """
 
     async def body(put: Emit) -> None:
@@ -207,6 +226,7 @@ def serve_session(
             lambda event: put(portable_event(event)),
             results_dir=results_dir,
             resumption=resumption,
+            call_scope=call_scope,
         )
 
-    yield from pump(body)
+    yield from pump(body, started=started_here())

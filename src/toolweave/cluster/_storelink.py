@@ -75,6 +75,7 @@ class StoredSession:
         resumption: Resumption | None = None,
         concluded: RunInfo | None = None,
         output: str = "",
+        next_run: int = 1,
     ) -> None:
         self.recorder = recorder
         """The session's recorder (one run)."""
@@ -85,12 +86,19 @@ class StoredSession:
         writing the result line): no run follows, the line is written from this."""
         self.output = output
         """A concluded session's final text."""
+        self.next_run = next_run
+        """The number the session's next run gets in the store."""
         self._prompt = prompt
 
     @property
     def session_id(self) -> str:
         """The store's id of the session (what ``toolweave show`` takes)."""
         return self.recorder.session_id
+
+    @property
+    def call_scope(self) -> str:
+        """``<session id>/<next run>``: the idempotency-key scope of the run to come."""
+        return f"{self.session_id}/{self.next_run}"
 
     def recording(self) -> AbstractAsyncContextManager[SessionRecorder]:
         """Record the events given to `record` off the loop (a remote session)."""
@@ -181,8 +189,11 @@ def _reopen(
     except StoreError:
         return None  # another store than the journal's: a session of its own here
     runs = store.runs(info.id)
+    next_run = max((r.run for r in runs), default=0) + 1
     fresh = StoredSession(
-        SessionRecorder(store, info.id, model=label), prompt=task.prompt
+        SessionRecorder(store, info.id, model=label),
+        prompt=task.prompt,
+        next_run=next_run,
     )
     if info.messages == 0:
         return fresh  # it never got past its start: run it from its prompt
@@ -203,4 +214,6 @@ def _reopen(
         skipped=len(plan.skipped),
     )
     recorder = SessionRecorder(store, info.id, model=label, lease=plan.lease)
-    return StoredSession(recorder, prompt=task.prompt, resumption=resumption)
+    return StoredSession(
+        recorder, prompt=task.prompt, resumption=resumption, next_run=next_run
+    )

@@ -12,21 +12,41 @@ import anyio.to_thread
 
 from .._exceptions import ClusterError
 from ..tools import run_in_worker_thread
+from ._liveness import Liveness, NotStartedError, StreamWatch
 from ._ray import import_ray
-from ._wire import Outcome
+from ._wire import Chunk, Outcome, Started
 
 __all__ = ["remote_items"]
 
 _END = object()
 
 
-def _next_item(ray: Any, generator: Any) -> object:
-    """Block for the generator's next object and fetch it; `_END` when it ended."""
+def _next_item(ray: Any, watch: StreamWatch, silence: float) -> object:
+    """Block for the stream's next object and fetch it; `_END` when it ended.
+
+    Raises `NotStartedError` when the work is known never to have begun
+    (nothing taken yet, or the first item is Ray's error), else `ClusterError`.
+    """
+    while not watch.ready():
+        pass
+    first = not watch.taken
     try:
-        ref = next(generator)
+        ref = watch.next_ref()
     except StopIteration:
         return _END
-    return ray.get(ref)
+    try:
+        item = ray.get(ref, timeout=silence)
+    except ray.exceptions.GetTimeoutError as exc:
+        raise ClusterError(
+            f"an item of the stream could not be fetched in {silence:g} s (its"
+            " node is frozen or unreachable); effects unknown"
+        ) from exc
+    except ray.exceptions.RayError as exc:
+        if first:  # it failed before its `Started`: nothing of the work ran
+            raise NotStartedError(f"{_describe(exc)}; it never started") from exc
+        raise ClusterError(f"{_describe(exc)}; effects unknown") from exc
+    watch.heard(item.node_id if isinstance(item, Started) else None)
+    return item
 
 
 def _cancel(ray: Any, generator: Any) -> None:
@@ -36,11 +56,17 @@ def _cancel(ray: Any, generator: Any) -> None:
 
 
 async def remote_items(
-    generator: Any, *, limiter: anyio.CapacityLimiter | None = None
+    generator: Any,
+    *,
+    limiter: anyio.CapacityLimiter | None = None,
+    liveness: Liveness | None = None,
 ) -> AsyncGenerator[object, None]:
     """Yield every item of a Ray streaming generator (`ObjectRefGenerator`), in order.
 
-    The generator is one that `pump` feeds: chunks, then one `Outcome`.
+    The generator is one that `pump` feeds (`Started`, chunks, then one
+    `Outcome`); `Started` and heartbeats (empty chunks) are not yielded. The
+    wait is judged by `liveness` (see `StreamWatch`): a dead or silent node, a
+    passed deadline, or resources no live node has end it with an error.
 
     Each wait runs on a worker thread (under `limiter`, or the Dispatcher's
     thread limiter when None), so the event loop never blocks and any anyio
@@ -49,11 +75,15 @@ async def remote_items(
     ``ray.cancel(generator, force=True)`` before the cancellation propagates.
 
     Raises:
-        ClusterError: if Ray failed to deliver (worker crashed, task cancelled
-            elsewhere, object lost).
+        NotStartedError: (a `ClusterError`) the work never began.
+        ClusterError: if Ray failed to deliver (worker crashed, node dead or
+            frozen, deadline passed, task cancelled elsewhere, object lost);
+            the message ends "effects unknown".
     """
     ray = import_ray()
-    wait = partial(_next_item, ray, generator)
+    live = liveness or Liveness()
+    watch = StreamWatch(ray, generator, live)
+    wait = partial(_next_item, ray, watch, live.silence)
     ended = False
     try:
         while True:
@@ -66,13 +96,20 @@ async def remote_items(
                     )
             except ray.exceptions.RayError as exc:
                 ended = True
-                raise ClusterError(_describe(exc)) from exc
+                if not watch.taken:
+                    raise NotStartedError(
+                        f"{_describe(exc)}; it never started"
+                    ) from exc
+                raise ClusterError(f"{_describe(exc)}; effects unknown") from exc
             if item is _END:
                 ended = True
                 return
+            if isinstance(item, Started) or item == Chunk(()):
+                continue
             ended = isinstance(item, Outcome)  # the task's last item: nothing to cancel
             yield item
     finally:
+        watch.stop()  # an abandoned wait ends at its next poll
         if not ended:
             _cancel(ray, generator)
 

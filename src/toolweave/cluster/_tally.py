@@ -16,12 +16,21 @@ from ._records import SessionRecord, SessionStatus
 from ._storelink import StoredSession
 from ._tasks import BatchTask
 
-__all__ = ["BatchStatistics", "EventSink", "SessionTracker", "Tally"]
+__all__ = ["BatchStatistics", "EventSink", "SessionTracker", "Tally", "status_of"]
 
 EventSink: TypeAlias = Callable[[str, Event], None]
 """Receives ``(session_id, event)`` for every event of every session, on the
 driver's event-loop thread, each session's events in order (sessions
 interleave). If it raises, that session is stopped and recorded as crashed."""
+
+
+def status_of(reason: CompletionReason | None) -> SessionStatus:
+    """The status of a session whose run ended for `reason`."""
+    if reason is CompletionReason.COMPLETED:
+        return "completed"
+    if reason is CompletionReason.SUSPENDED:
+        return "suspended"
+    return "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +51,13 @@ class BatchStatistics:
     """Tokens used so far by this run's sessions."""
     cost: float
     """Estimated USD spent so far by this run's finished sessions."""
+    suspended: int = 0
+    """Sessions of this run that suspended for a decision (not failed)."""
 
     @property
     def finished(self) -> int:
         """Sessions of this run that have a result line."""
-        return self.completed + self.failed
+        return self.completed + self.suspended + self.failed
 
     @property
     def remaining(self) -> int:
@@ -64,6 +75,7 @@ class Tally:
         self.running = 0
         self.completed = 0
         self.failed = 0
+        self.suspended = 0
         self.tokens = 0
         self.cost = 0.0
 
@@ -77,12 +89,15 @@ class Tally:
             self.failed,
             self.tokens,
             self.cost,
+            self.suspended,
         )
 
     def count(self, record: SessionRecord) -> None:
         """Count a finished session."""
         if record.ok:
             self.completed += 1
+        elif record.status == "suspended":
+            self.suspended += 1
         else:
             self.failed += 1
         self.cost += record.cost
@@ -169,8 +184,9 @@ class SessionTracker:
         end = self.finished
         if end is None:
             return await self.crashed("the session ended without a RunFinished event")
-        if end.reason is CompletionReason.COMPLETED:
-            return self._record("completed", end.detail, end)
+        status = status_of(end.reason)
+        if status != "failed":
+            return self._record(status, end.detail, end)
         return self._record("failed", end.detail or end.reason.value, end)
 
     async def interrupted(self) -> None:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import aclosing
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, final
 
-from .._exceptions import ClusterError, ConfigError
+from .._exceptions import ClusterError, ConfigError, ToolError
 from ..execution import ToolOutput
 from ..messages import ToolCall
 from ..tools import SessionState, Tool, ToolContext, Warrant, WrappedTool
+from ._liveness import STREAM_OPTIONS, Liveness, NotStartedError, resource_demand
 from ._pump import Emit, pump
-from ._ray import require_ray
+from ._ray import require_ray, started_here
 from ._stream import remote_items
 from ._wire import Chunk, Outcome, Progress
 
@@ -56,28 +58,43 @@ def ray_task_options(
     return options
 
 
-def _serve_call(
-    tool: Tool, args: dict[str, Any], call: ToolCall, workspace: Path | None
-) -> Iterator[Chunk | Outcome]:
-    """Body of the Ray task: run `tool` on a fresh event loop, streaming progress."""
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """What of the driver's context travels with a call (not its session state)."""
+
+    call: ToolCall
+    idempotency_key: str
+    workspace: Path | None
+
+
+def _serve_call(tool: Tool, args: dict[str, Any], sent: _Sent) -> Iterator[object]:
+    """Body of the Ray task: run `tool` on a fresh event loop, streaming progress.
+
+    The remote context has the driver's call, idempotency key and workspace path.
+    """
 
     async def body(emit: Emit) -> object:
         def progress(message: str, fraction: float | None) -> None:
             emit(Progress(message, fraction))
 
-        ctx = ToolContext(call, SessionState(workspace=workspace), progress=progress)
+        ctx = ToolContext(
+            sent.call,
+            SessionState(workspace=sent.workspace),
+            progress=progress,
+            idempotency_key=sent.idempotency_key,
+        )
         output = await tool.call(args, ctx)
         # A context modifier would act on this worker's copies; it stays here.
         return output.content if isinstance(output, ToolOutput) else output
 
-    yield from pump(body)
+    yield from pump(body, started=started_here())
 
 
 @cache
 def _remote_call() -> Any:
     """The Ray remote function (created on first use, so Ray is imported lazily)."""
     ray = require_ray()
-    return ray.remote(num_returns="streaming", max_retries=0)(_serve_call)
+    return ray.remote(**STREAM_OPTIONS)(_serve_call)
 
 
 @final
@@ -99,6 +116,16 @@ class RayTool(WrappedTool):
     exception fails the call with the same words as a local one; a crashed or
     lost worker fails it with a `ClusterError` message. Tasks are never retried.
 
+    Liveness (`liveness`): a call whose node Ray declares dead, or whose node
+    sends no heartbeat for `Liveness.silence` seconds (frozen), fails at once
+    with "effects unknown"; a call no live node has the resources for (or
+    whose task failed before it began) fails after `Liveness.unschedulable`
+    seconds with "Not run", never at the tool's timeout. A call's task streams
+    with a backpressure of one object, so the tool begins only after this
+    process took the task's first item: "Not run" is exact.
+
+    The remote tool's `ToolContext.idempotency_key` is this call's.
+
     The remote tool gets a fresh `SessionState` holding only the workspace
     path (which must exist on the node): shared session state, such as the
     read ledger, does not travel, and a returned context modifier is dropped.
@@ -109,13 +136,21 @@ class RayTool(WrappedTool):
     """
 
     def __init__(
-        self, inner: Tool, *, options: Mapping[str, Any] | None = None
+        self,
+        inner: Tool,
+        *,
+        options: Mapping[str, Any] | None = None,
+        liveness: Liveness | None = None,
     ) -> None:
         # The remote call awaits its Ray task from anyio, so it can always be
         # cancelled (ray.cancel), whatever the inner tool's own threading.
         super().__init__(inner, placement="ray", runs_in_thread=False)
         self.task_options = ray_task_options(inner.resources, options)
         """The Ray ``.options(...)`` of every call's task."""
+        self.liveness = replace(
+            liveness or Liveness(), demand=resource_demand(self.task_options)
+        )
+        """When a call's wait for its task ends with an error (see the class docstring)."""
 
     @property
     def needs_prepare(self) -> bool:
@@ -139,13 +174,22 @@ class RayTool(WrappedTool):
         Checkpoint: while the task runs (waits happen on a worker thread).
 
         Raises:
-            ClusterError: Ray is not initialised, or the task's worker failed.
+            ToolError: "Not run: ..." when the call's task never began.
+            ClusterError: Ray is not initialised, or the task's worker or node failed.
             Exception: whatever the remote tool raised.
         """
         require_ray()
         remote = _remote_call().options(**self.task_options)
-        generator = remote.remote(self.inner, args, ctx.call, ctx.state.workspace)
-        async with aclosing(remote_items(generator)) as items:
+        sent = _Sent(ctx.call, ctx.idempotency_key, ctx.state.workspace)
+        generator = remote.remote(self.inner, args, sent)
+        try:
+            return await self._relay(generator, ctx)
+        except NotStartedError as exc:
+            raise ToolError(f"Not run: the remote call {exc}.") from exc
+
+    async def _relay(self, generator: Any, ctx: ToolContext) -> Any:
+        live = self.liveness
+        async with aclosing(remote_items(generator, liveness=live)) as items:
             async for item in items:
                 if isinstance(item, Outcome):
                     if item.error is not None:
@@ -159,13 +203,17 @@ class RayTool(WrappedTool):
 
 
 def ray_tools(
-    tools: Iterable[Tool], *, options: Mapping[str, Any] | None = None
+    tools: Iterable[Tool],
+    *,
+    options: Mapping[str, Any] | None = None,
+    liveness: Liveness | None = None,
 ) -> list[Tool]:
     """The same tools, in order, with each ``placement="ray"`` tool wrapped in a `RayTool`.
 
     Tools placed ``"local"`` (and tools already wrapped) are returned as they
     are. `options` are extra Ray task options for every wrapped tool
-    (``runtime_env``, ``scheduling_strategy``, ...).
+    (``runtime_env``, ``scheduling_strategy``, ...); `liveness` how long
+    their calls wait for a silent or unschedulable task (see `RayTool`).
 
     Raises:
         ConfigError: for an unknown placement or an invalid resource amount.
@@ -178,5 +226,5 @@ def ray_tools(
                 f"tool {tool.name!r}: placement must be 'local' or 'ray', got {placement!r}"
             )
         wrap = placement == "ray" and not isinstance(tool, RayTool)
-        out.append(RayTool(tool, options=options) if wrap else tool)
+        out.append(RayTool(tool, options=options, liveness=liveness) if wrap else tool)
     return out

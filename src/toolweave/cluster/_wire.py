@@ -23,6 +23,7 @@ __all__ = [
     "Chunk",
     "Outcome",
     "Progress",
+    "Started",
     "portable_error",
     "portable_event",
 ]
@@ -39,11 +40,27 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True)
+class Started:
+    """The first item of a remote stream: where the work runs.
+
+    The remote functions stream with a backpressure of one object, so the
+    worker's next step waits until the driver has taken this item: the work
+    itself (a tool, a session) begins only after the driver knows it began. A
+    stream that ends before the driver took it never ran anything.
+    """
+
+    node_id: str
+    """The Ray node the work runs on (hex id)."""
+    pid: int
+    """The worker process."""
+
+
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """Items a worker emitted since the last chunk, in emission order."""
 
     items: tuple[object, ...]
-    """Events or `Progress` records."""
+    """Events or `Progress` records; empty for a heartbeat (nothing happened)."""
 
 
 @dataclass(frozen=True, slots=True)

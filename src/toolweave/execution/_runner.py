@@ -14,7 +14,7 @@ from typing import Unpack, final
 import anyio
 
 from ..messages import ToolCall, ToolResult
-from ..tools import SessionState, ToolRegistry
+from ..tools import SessionState, Tool, ToolRegistry
 from ._answers import Answered, finished, internal_error, refused, unknown_tool
 from ._audit import AuditMode
 from ._budget import enforce_batch_budget
@@ -180,6 +180,19 @@ class ToolRunner:
         """
         return self._lifecycle.signals.take()
 
+    def keep_signals(self) -> tuple[tuple[str, str, str], ...]:
+        """What hooks and tools asked for in a batch that suspended; then reset.
+
+        ``(kind, call key, text)`` entries, kind ``"context"`` or ``"stop"``:
+        a `Suspension` carries them and the resume hands them to
+        `restore_signals`, so nothing said before the suspension is lost.
+        """
+        return self._lifecycle.signals.keep()
+
+    def restore_signals(self, kept: Sequence[tuple[str, str, str]]) -> None:
+        """Give a resumed batch back what `keep_signals` kept (before it runs)."""
+        self._lifecycle.signals.restore(kept)
+
     def finish_batch(
         self,
         results: Sequence[ToolResult],
@@ -220,7 +233,17 @@ class ToolRunner:
     async def __call__(self, call: ToolCall) -> ToolResult:
         """Run `call` and return its result. Never raises, except cancellation.
 
-        A stage that refuses the call raises its answer (`CallFailed`,
+        The tool is the one `call.name` resolves to now.
+        """
+        return await self.run_resolved(call, self._lifecycle.registry.get(call.name))
+
+    async def run_resolved(self, call: ToolCall, tool: Tool | None) -> ToolResult:
+        """Run `call` as `tool`, the tool the scheduler classified it by (None: unknown).
+
+        The Dispatcher calls this, not `__call__`, for a call it classified: a
+        context modifier may have re-registered the name since, and the call
+        must run as what its overlap was decided for (issue 29, item 4). A
+        stage that refuses the call raises its answer (`CallFailed`,
         `Answered`); it is worded here, once for both paths.
         """
         lc = self._lifecycle
@@ -232,7 +255,6 @@ class ToolRunner:
             deadline = lc.deadline
             if deadline is not None and deadline.remaining(anyio.current_time()) <= 0:
                 raise Answered(deadline.not_run(call))
-            tool = lc.registry.get(call.name)
             if tool is None:
                 raise unknown_tool(lc.registry, call)
             plan = self._plans.of(tool)

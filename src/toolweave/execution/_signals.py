@@ -69,6 +69,25 @@ class SignalCollector:
         ordered = sorted(items, key=lambda item: self._order.get(item[0], last))
         return tuple(text for _, text in ordered)
 
+    def keep(self) -> tuple[tuple[str, str, str], ...]:
+        """Everything collected, as said, for a batch that suspended; then reset.
+
+        Each entry is ``(kind, call key, text)``, kind ``"context"`` or
+        ``"stop"``. A suspension stores them and the resume gives them back
+        (`restore`), so the resumed batch ends with exactly what an
+        uninterrupted one would have collected (issue 29 item 1).
+        """
+        kept = tuple(("context", k, t) for k, t in self._contexts) + tuple(
+            ("stop", k, t) for k, t in self._stops
+        )
+        self._contexts, self._stops, self._order = [], [], {}
+        return kept
+
+    def restore(self, kept: Sequence[tuple[str, str, str]]) -> None:
+        """Collect again what `keep` returned (a resumed batch, before it runs)."""
+        for kind, key, text in kept:
+            (self._stops if kind == "stop" else self._contexts).append((key, text))
+
     def take(self) -> BatchSignals:
         """Everything collected since the last `take`, in call order; then reset."""
         stops = self._sorted(self._stops)

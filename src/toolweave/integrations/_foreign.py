@@ -27,8 +27,8 @@ from ..execution import (
     ToolRunner,
 )
 from ..messages import ToolCall, ToolResult
-from ..scheduling import ConcurrencyConfig, Dispatcher, InterruptToken
-from ..tools import SessionState, Tool, ToolContext, ToolRegistry
+from ..scheduling import ConcurrencyConfig, Dispatcher, InterruptToken, classify
+from ..tools import Access, SessionState, Tool, ToolContext, ToolRegistry
 from ._declaration import UNDECLARED, Declaration, Declarations
 
 __all__ = ["ForeignCall", "ForeignScheduler", "Outcome", "Raised"]
@@ -217,6 +217,29 @@ class ForeignScheduler:
     def declaration(self, name: str) -> Declaration:
         """The declaration calls of `name` are scheduled by (`UNDECLARED` if none)."""
         return self._declarations.get(name, UNDECLARED)
+
+    @property
+    def batch_cap(self) -> int:
+        """The most calls of one batch that run at once (`ConcurrencyConfig.batch_cap`)."""
+        return self._config.batch_cap
+
+    def access_of(self, name: str, args: Mapping[str, Any]) -> Access:
+        """What a call of `name` conflicts on when its batch is admitted call by call.
+
+        The gate's verdict for the call (`classify`), read the way this
+        scheduler's policy reads it: under ``conflict`` the call's access; under
+        the others a parallel-ok call shares (reads everything) and any other
+        is a barrier; with scheduling disabled every call is a barrier. A call
+        that provably runs nothing touches nothing.
+        """
+        plan = classify(ToolCall("", name, args), self.registry_for((name,)))
+        if plan.runs_nothing:
+            return plan.access
+        if not self._config.enabled:
+            return Access.barrier()
+        if self._config.policy == "conflict":
+            return plan.access
+        return Access.read_all() if plan.parallel_ok else Access.barrier()
 
     def _runner_for(self, registry: ToolRegistry) -> ToolRunner:
         """The lifecycle runner; built once for the declared tools' registry."""

@@ -1,4 +1,4 @@
-"""toolweave's scheduling inside LangGraph: `ScheduledToolNode`, a drop-in for `ToolNode`.
+"""toolweave's scheduling inside LangGraph: `ScheduledToolNode`, `ScheduledToolMiddleware`.
 
 `ToolNode` runs every tool call of an AI message at once (``asyncio.gather``,
 or a thread pool on the sync path), whatever the tools do, and by default a
@@ -18,11 +18,16 @@ are answered "not run"); every call still gets a `ToolMessage`. LangGraph's
 own `interrupt()` raised inside a tool is re-raised once every sibling has
 finished (LangGraph re-runs the node on resume, as it does for `ToolNode`).
 
-One batch at a time: the node must be handed the whole AI message. With
-`create_react_agent` pass ``version="v1"``; its default ``"v2"`` sends every
-call to its own node instance (LangGraph's ``Send``), where each call is a
-batch of one that toolweave cannot order against its siblings: the node warns
-(`SplitBatchWarning`) the first time it is handed a lone call that way.
+Send fan-out: langchain's ``create_agent`` and ``create_react_agent(version="v2")``
+send each call of an AI message to the tools node as a task of its own. For
+``create_agent`` use `ScheduledToolMiddleware` (its ``middleware=``; a
+`ScheduledToolNode` passed as its ``tools`` is refused with a TypeError naming
+it); under v2 the node itself takes each lone call's turn in its message's
+batch. Either way each call waits for the earlier calls of its message it
+conflicts with (the message's ``tool_calls`` are the batch, a call's place in
+them its key), so the schedule and the results are as for the whole message.
+A lone call whose AI message is not in the state runs unordered, with a
+`SplitBatchWarning`.
 
 Requires ``toolweave[langgraph]``. Relies on `ToolNode`'s per-call methods of
 the pinned langgraph-prebuilt release.
@@ -33,71 +38,64 @@ from __future__ import annotations
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 import anyio
 
 from . import _needs_langgraph  # noqa: F401  first: a missing framework names its extra
 
 # isort: split
-from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
+from langchain_core.messages import AnyMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_config_list
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt.tool_node import ToolRuntime, _handle_tool_error
+from langgraph.prebuilt.tool_node import ToolRuntime
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 from pydantic import BaseModel
 
 from ..scheduling import InterruptToken
 from ..tools import run_in_worker_thread
 from ._blocking import run_blocking
 from ._declaration import Declaration, Declarations, checked_declarations
-from ._foreign import ForeignScheduler, Outcome, Raised
+from ._foreign import ForeignScheduler
+from ._lg_common import (
+    INTERRUPT_KEY,
+    FanOut,
+    SplitBatchWarning,
+    Unanswerable,
+    bridge_of,
+    describe,
+    error_message,
+    interrupt_of,
+    no_value,
+    run_bridged,
+)
+from ._lg_common import Output as _Output
+from ._send_batch import Seat
 
-__all__ = ["INTERRUPT_KEY", "Declaration", "ScheduledToolNode", "SplitBatchWarning"]
+if TYPE_CHECKING:
+    from ._lg_middleware import ScheduledToolMiddleware
 
-INTERRUPT_KEY = "toolweave_interrupt"
-"""Key in ``config["configurable"]`` for the run's `InterruptToken`."""
+__all__ = [
+    "INTERRUPT_KEY",
+    "Declaration",
+    "ScheduledToolMiddleware",
+    "ScheduledToolNode",
+    "SplitBatchWarning",
+]
 
-
-class SplitBatchWarning(UserWarning):
-    """The node was handed one call of a larger batch: it cannot order it against the rest."""
-
-
-_Output = ToolMessage | Command[Any] | list[ToolMessage | Command[Any]]
 _InputType = Literal["list", "dict", "tool_calls"]
 
 
-def _describe(value: _Output) -> str | Raised:
-    """Text of a node output for toolweave's result; an error ToolMessage is Raised."""
-    if isinstance(value, ToolMessage):
-        content = value.content
-        text = content if isinstance(content, str) else str(content)
-        return Raised(text) if value.status == "error" else text
-    if isinstance(value, list):
-        parts = [_describe(v) for v in value]
-        return "\n".join(p.text if isinstance(p, Raised) else p for p in parts)
-    return repr(value)
+def __getattr__(name: str) -> Any:
+    """`ScheduledToolMiddleware` is imported on first use: it needs ``langchain``."""
+    if name == "ScheduledToolMiddleware":
+        from ._lg_middleware import ScheduledToolMiddleware
 
-
-class _Unanswerable(Exception):
-    """Carries past the scheduler an error no setting answers (an invalid resume)."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _error_message(call: ToolCall, exc: Exception) -> ToolMessage:
-    return ToolMessage(
-        content=_handle_tool_error(exc, flag=True),
-        name=call["name"],
-        tool_call_id=call["id"],
-        status="error",
-    )
+        return ScheduledToolMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ScheduledToolNode(ToolNode):
@@ -140,31 +138,51 @@ class ScheduledToolNode(ToolNode):
         self._passthrough: tuple[type[BaseException], ...] = (
             (GraphBubbleUp, Exception)
             if on_error == "raise"
-            else (GraphBubbleUp, _Unanswerable)
+            else (GraphBubbleUp, Unanswerable)
         )
         self._warned = False
         self._scheduler = ForeignScheduler(
             checked_declarations(declarations), **(scheduler_options or {})
         )
+        self._fanout = FanOut(self._scheduler)
 
-    def _parse_input(
-        self, input: list[AnyMessage] | dict[str, Any] | BaseModel
-    ) -> tuple[list[ToolCall], _InputType]:
-        tool_calls, input_type = super()._parse_input(input)
-        if (
-            not self._warned
-            and isinstance(input, dict)
-            and input.get("__type") == "tool_call_with_context"
-        ):
+    def __iter__(self) -> NoReturn:
+        """Refused: ``create_agent`` takes a list of tools, not a node."""
+        raise TypeError(
+            "a ScheduledToolNode is a graph node, not a list of tools: for"
+            " langchain's create_agent pass the tools and"
+            " middleware=[ScheduledToolMiddleware(declarations)]"
+            " (from toolweave.integrations.langgraph)"
+        )
+
+    def _seat_of(
+        self,
+        input_type: _InputType,
+        tool_calls: list[ToolCall],
+        runtimes: list[ToolRuntime[Any, Any]],
+        runtime: Runtime[Any],
+    ) -> Seat | None:
+        """The seat of a lone call LangGraph sent on its own, in its AI message's batch.
+
+        None for a whole message (the node schedules it itself) or a lone call
+        no AI message in the state holds (it runs unordered: warned once).
+        """
+        if input_type != "tool_calls" or len(tool_calls) != 1:
+            return None
+        call, tool_runtime = tool_calls[0], runtimes[0]
+        seat = self._fanout.seat(
+            call, tool_runtime.state, tool_runtime.config, runtime.execution_info
+        )
+        if seat is None and not self._warned:
             self._warned = True
             warnings.warn(
-                "ScheduledToolNode was handed one tool call of a batch (LangGraph Send,"
-                " e.g. create_react_agent(version='v2')); calls sent apart cannot be"
-                " ordered against each other. Use create_react_agent(version='v1').",
+                "ScheduledToolNode was handed one tool call (LangGraph Send) whose AI"
+                " message is not in the state: it cannot be ordered against the"
+                " message's other calls.",
                 SplitBatchWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return tool_calls, input_type
+        return seat
 
     def _runtimes(
         self,
@@ -202,6 +220,7 @@ class ScheduledToolNode(ToolNode):
         runtimes: list[ToolRuntime[Any, Any]],
         *,
         sync: bool,
+        interrupt: InterruptToken | None,
     ) -> list[_Output]:
         """Run the calls on toolweave's schedule: `ToolNode`'s own per-call method each.
 
@@ -240,24 +259,24 @@ class ScheduledToolNode(ToolNode):
         def recover(index: int, exc: Exception) -> _Output:
             # isolation: never abort the graph
             if is_invalid_resume(exc):  # as ToolNode: the interrupt is asked again
-                raise _Unanswerable(exc) from exc
-            return _error_message(tool_calls[index], exc)
+                raise Unanswerable(exc) from exc
+            return error_message(tool_calls[index], exc)
 
         try:
             outcomes = await self._scheduler.run(
                 [(c["id"] or "", c["name"], c["args"]) for c in tool_calls],
                 invoke,
-                _describe,
+                describe,
                 passthrough=self._passthrough,
-                interrupt=_interrupt_of(config),
+                interrupt=interrupt,
                 recover=recover,
             )
-        except _Unanswerable as wrapped:
+        except Unanswerable as wrapped:
             raise wrapped.error from None
         # The node's value where it ran (even None, from a wrapper that returned
         # nothing: `ToolNode` passes it on too), else why not.
         return [
-            cast("_Output", o.value) if o.ran else _no_value(c, o)
+            cast("_Output", o.value) if o.ran else no_value(c, o)
             for c, o in zip(tool_calls, outcomes, strict=True)
         ]
 
@@ -269,9 +288,22 @@ class ScheduledToolNode(ToolNode):
     ) -> Any:
         tool_calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, config, runtime, tool_calls)
-        outputs = await self._schedule(
-            tool_calls, config, input_type, runtimes, sync=False
-        )
+        interrupt = interrupt_of(config)
+        seat = self._seat_of(input_type, tool_calls, runtimes, runtime)
+        try:
+            if seat is not None:  # interrupted while waiting: answered "not run"
+                await seat.wait(interrupt)
+            outputs = await self._schedule(
+                tool_calls,
+                config,
+                input_type,
+                runtimes,
+                sync=False,
+                interrupt=interrupt,
+            )
+        finally:
+            if seat is not None:
+                seat.leave()
         return self._combine_tool_outputs(outputs, input_type)
 
     def _func(
@@ -282,31 +314,22 @@ class ScheduledToolNode(ToolNode):
     ) -> Any:
         tool_calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, config, runtime, tool_calls)
+        seat = self._seat_of(input_type, tool_calls, runtimes, runtime)
+        token = interrupt_of(config)
+        bridge = bridge_of(token)
 
-        async def batch() -> list[_Output]:
-            return await self._schedule(
-                tool_calls, config, input_type, runtimes, sync=True
+        def batch(interrupt: InterruptToken | None) -> Awaitable[list[_Output]]:
+            return self._schedule(
+                tool_calls, config, input_type, runtimes, sync=True, interrupt=interrupt
             )
 
-        outputs = run_blocking(batch)
+        try:
+            if seat is not None:  # interrupted while waiting: answered "not run"
+                seat.wait_sync(token)
+            outputs = run_blocking(partial(run_bridged, bridge, batch))
+        finally:
+            if seat is not None:
+                seat.leave()
+            if bridge is not None:
+                bridge.close()
         return self._combine_tool_outputs(outputs, input_type)
-
-
-def _interrupt_of(config: RunnableConfig) -> InterruptToken | None:
-    token = (config.get("configurable") or {}).get(INTERRUPT_KEY)
-    if token is None or isinstance(token, InterruptToken):
-        return token
-    raise TypeError(
-        f"config['configurable'][{INTERRUPT_KEY!r}] must be a toolweave"
-        f" InterruptToken, not {type(token).__name__}"
-    )
-
-
-def _no_value(call: ToolCall, outcome: Outcome[_Output]) -> ToolMessage:
-    """The error ToolMessage answering a call the node gave no value for: why."""
-    return ToolMessage(
-        content=outcome.result.text,
-        name=call["name"],
-        tool_call_id=call["id"],
-        status="error",
-    )

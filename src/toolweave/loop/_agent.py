@@ -32,6 +32,7 @@ from ._run import AgentRun
 from ._run_wiring import abandoned_because, emitter, history_for, stopper
 from ._setup import RunSetup
 from ._suspended import Resumption, resumption
+from ._tokens import DefinitionsEstimate
 
 __all__ = ["Agent"]
 
@@ -108,6 +109,7 @@ class Agent:
             m for spec, m in zip(specs, resolved, strict=True) if isinstance(spec, str)
         ]
         self._prices = self.config.prices or PriceTable()
+        self._definitions = DefinitionsEstimate()
 
     def _temporary_dir(self) -> Path:
         """A private temporary results directory, removed with this Agent."""
@@ -157,6 +159,7 @@ class Agent:
             config=self.config,
             prices=self._prices,
             state=self.state,
+            definitions=self._definitions,
         )
 
     @asynccontextmanager
@@ -223,6 +226,8 @@ class Agent:
                         with anyio.CancelScope(shield=True):
                             await dispatcher.aclose()
                     raise
+                # the calls' idempotency keys name the stored session and run
+                loop.state.call_scope = f"{recorder.session_id}/{recorder.run_number}"
             with receive:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(run._drive, send, dispatcher if owned else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import final
 
@@ -69,7 +70,12 @@ class BudgetTracker:
         return self.started_at + self.max_wall_clock
 
     def check(
-        self, *, now: float, total_tokens: int, cost: float, context_tokens: int
+        self,
+        *,
+        now: float,
+        total_tokens: int,
+        cost: float,
+        context_tokens: int | Callable[[], int],
     ) -> BudgetVerdict:
         """Judge the run's spending so far.
 
@@ -77,15 +83,18 @@ class BudgetTracker:
             now: The current anyio time.
             total_tokens: Tokens used so far by every model call of the run.
             cost: USD spent so far.
-            context_tokens: Estimated size of the next request's context.
+            context_tokens: Estimated size of the next request's context, or
+                what estimates it: then called only when a compaction threshold
+                is set and no hard limit stopped the run (estimating costs).
         """
         hard = self.check_hard(now=now, total_tokens=total_tokens, cost=cost)
         if hard is not None:
             return hard
-        if (
-            self.compaction_tokens is not None
-            and context_tokens >= self.compaction_tokens
-        ):
+        if self.compaction_tokens is None:
+            return _CONTINUE
+        if callable(context_tokens):
+            context_tokens = context_tokens()
+        if context_tokens >= self.compaction_tokens:
             return BudgetVerdict(
                 BudgetDecision.SHOULD_COMPACT,
                 detail=(

@@ -64,7 +64,7 @@ from ._steps import (
     TransitionReason,
 )
 from ._suspended import Resumption, suspended_end
-from ._tokens import text_tokens, value_tokens
+from ._tokens import text_tokens
 from ._tool_batch import (
     ToolBatcher,
     refused_call_result,
@@ -131,7 +131,9 @@ class RunLoop:
         # The agent's session state with this run's transcript: runs share
         # what is known of the files on disk, not what their model has seen.
         self.state = replace(
-            setup.state, transcript=TranscriptResults(self.conversation)
+            setup.state,
+            transcript=TranscriptResults(self.conversation),
+            call_scope=setup.state.call_scope or run_id,
         )
         self.resume = resume
         """The suspended run this run continues, if it is a resume (`Agent.resume`)."""
@@ -287,11 +289,11 @@ class RunLoop:
                 )
             )
         self.system, first = await self.context.start(self.system)
-        self.conversation.overhead_tokens = text_tokens(self.system or "") + sum(
-            text_tokens(d.name)
-            + text_tokens(d.description)
-            + value_tokens(d.input_schema)
-            for d in setup.tool_defs
+        system = self.system
+        self.conversation.set_overhead(  # estimated only if the figure is read
+            lambda: (
+                text_tokens(system or "") + setup.definitions.tokens(setup.tool_defs)
+            )
         )
         if resume is not None:
             # the suspended batch goes on where it stopped: no new prompt
@@ -312,7 +314,7 @@ class RunLoop:
             now=anyio.current_time() if self.budget.deadline is not None else 0.0,
             total_tokens=self.costs.total_tokens,
             cost=self.costs.cost,
-            context_tokens=self.conversation.context_tokens(),
+            context_tokens=self.conversation.context_tokens,  # read only if it counts
         )
         if verdict.decision is BudgetDecision.STOP:
             assert verdict.reason is not None
@@ -472,6 +474,7 @@ class RunLoop:
             and self.iteration == self.resume.suspension.iteration
         ):
             done = self.resume.suspension.done  # ran before the suspension: kept
+            self.runner.restore_signals(self.resume.suspension.signals)
         try:
             results = await self.batcher.run(step.response.tool_calls, stream, done)
         except (KeyboardInterrupt, SystemExit) as exc:
@@ -492,7 +495,9 @@ class RunLoop:
         Nothing is appended to the transcript (the calls are answered on
         resume); `RunSuspended` tells a store what waits and what was held.
         """
-        self.runner.take_signals()  # the batch is not over: nothing of it applies yet
+        # the batch is not over: what its hooks said applies once it is (on resume)
+        waiting = {p.key for p in self.suspend.pending}  # their hooks run on resume
+        kept = tuple(s for s in self.runner.keep_signals() if s[1] not in waiting)
         suspension, finish = suspended_end(
             self.suspend,
             messages=self.conversation.snapshot(),
@@ -500,6 +505,7 @@ class RunLoop:
             results=results,
             iteration=self.iteration,
             always=self.runner.always,
+            signals=kept,
         )
         self.suspension = suspension
         self.emit(
@@ -508,6 +514,7 @@ class RunLoop:
                 iteration=suspension.iteration,
                 always=suspension.always,
                 held=self.suspend.held,
+                signals=kept,
                 at=self.clock(),
             )
         )

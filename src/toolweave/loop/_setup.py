@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
 
 from ..execution import RunDeadline, StartBarrier, SuspendPoint, ToolRunner
 from ._budget import BudgetTracker
+from ._tokens import DefinitionsEstimate
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -47,6 +48,8 @@ class RunSetup:
     """The price table."""
     state: SessionState
     """Session state shared by the agent's runs."""
+    definitions: DefinitionsEstimate = field(default_factory=DefinitionsEstimate)
+    """The estimate of `tool_defs`, shared by the agent's runs while its tools stay the same."""
 
     def runner(
         self,

@@ -164,6 +164,9 @@ class Shrinker:
         """
         loop = self._loop
         guard = self.guard
+        if guard.limit is None:  # no window known: every verdict is NONE, unestimated
+            self._warned = False
+            return None
         verdict = guard.judge(loop.conversation.context_tokens())
         self._warn(verdict)
         if verdict.level is not ContextLevel.BLOCK:

@@ -100,6 +100,7 @@ def suspended_end(
     results: Sequence[ToolResult],
     iteration: int,
     always: tuple[tuple[str, str | None], ...],
+    signals: tuple[tuple[str, str, str], ...] = (),
 ) -> tuple[Suspension, Finish]:
     """The run's `Suspension` (the batch's results kept, what waits in call order) and its end."""
     by_key: dict[str, PendingApproval] = {p.key: p for p in point.pending}
@@ -111,6 +112,7 @@ def suspended_end(
         done=done,
         iteration=iteration,
         always=always,
+        signals=signals,
     )
     listed = "; ".join(f"{p.key} {p.tool} ({p.reason})" for p in pending)
     held = len(point.held)

@@ -28,13 +28,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import final
 
 from ..messages import Image, Message, Text, Thinking, ToolCall, ToolResult
+from ..models import ToolDefinition
 
 __all__ = [
     "IMAGE_TOKENS",
+    "OVERHEAD_PER_BLOCK",
+    "DefinitionsEstimate",
     "block_tokens",
+    "definitions_tokens",
     "message_tokens",
     "messages_tokens",
     "text_tokens",
@@ -56,7 +61,7 @@ _INDENT = re.compile(r"[ \t]{2,}")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]+")
 _OTHER = re.compile(r"[^\x00-\x7f]+")
 
-_OVERHEAD_PER_BLOCK = 4
+OVERHEAD_PER_BLOCK = 4
 """Role markers, block framing and ids the wire adds around each block."""
 
 
@@ -105,7 +110,7 @@ def value_tokens(value: object) -> int:
 def block_tokens(block: object) -> int:
     """Estimated tokens of one content block, its framing included."""
     if isinstance(block, Text | Thinking):
-        return text_tokens(block.text) + _OVERHEAD_PER_BLOCK
+        return text_tokens(block.text) + OVERHEAD_PER_BLOCK
     if isinstance(block, ToolCall):
         arguments: object = (
             block.raw_arguments if block.raw_arguments is not None else block.input
@@ -118,10 +123,7 @@ def block_tokens(block: object) -> int:
             )
         )
         return (
-            inner
-            + text_tokens(block.name)
-            + text_tokens(block.id)
-            + _OVERHEAD_PER_BLOCK
+            inner + text_tokens(block.name) + text_tokens(block.id) + OVERHEAD_PER_BLOCK
         )
     if isinstance(block, ToolResult):
         content = block.content
@@ -129,19 +131,52 @@ def block_tokens(block: object) -> int:
             inner = text_tokens(content)
         else:
             inner = sum(block_tokens(b) for b in content)
-        return inner + text_tokens(block.call_id) + _OVERHEAD_PER_BLOCK
+        return inner + text_tokens(block.call_id) + OVERHEAD_PER_BLOCK
     if isinstance(block, Image):
         return IMAGE_TOKENS
-    return _OVERHEAD_PER_BLOCK
+    return OVERHEAD_PER_BLOCK
 
 
 def message_tokens(message: Message) -> int:
     """Estimated tokens of one message."""
     if isinstance(message.content, str):
-        return text_tokens(message.content) + _OVERHEAD_PER_BLOCK
-    return sum(block_tokens(b) for b in message.content) + _OVERHEAD_PER_BLOCK
+        return text_tokens(message.content) + OVERHEAD_PER_BLOCK
+    return sum(block_tokens(b) for b in message.content) + OVERHEAD_PER_BLOCK
 
 
 def messages_tokens(messages: Iterable[Message], system: str | None = None) -> int:
     """Estimated tokens of a transcript and its system prompt."""
     return text_tokens(system or "") + sum(message_tokens(m) for m in messages)
+
+
+def definitions_tokens(definitions: Iterable[ToolDefinition]) -> int:
+    """Estimated tokens of tool definitions as the wire carries them."""
+    return sum(
+        text_tokens(d.name) + text_tokens(d.description) + value_tokens(d.input_schema)
+        for d in definitions
+    )
+
+
+@final
+class DefinitionsEstimate:
+    """The estimate of a tool set's definitions, kept while the set is unchanged.
+
+    An Agent builds its tool definitions afresh for every run (a schema is a
+    copy its provider may change), so the estimate is keyed by their content:
+    definitions equal to the last ones (names, descriptions, schemas) reuse its
+    figure; any other set (a tool registered, removed, re-described) is
+    estimated anew. Comparing costs far less than estimating (no JSON, no
+    regular expressions). Event-loop thread only.
+    """
+
+    def __init__(self) -> None:
+        self._definitions: tuple[ToolDefinition, ...] | None = None
+        self._tokens = 0
+
+    def tokens(self, definitions: Sequence[ToolDefinition]) -> int:
+        """Estimated tokens of `definitions` (see `definitions_tokens`)."""
+        key = tuple(definitions)
+        if key != self._definitions:
+            self._tokens = definitions_tokens(key)
+            self._definitions = key
+        return self._tokens

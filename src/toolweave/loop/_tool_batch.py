@@ -24,7 +24,7 @@ from ._tracing import NULL_SPAN, Span, Tracer
 if TYPE_CHECKING:
     from ..execution import ToolRunner
     from ..scheduling import Dispatcher, InterruptToken, SettledCall, ToolStream
-    from ..tools import Access, ToolRegistry
+    from ..tools import Access, Tool, ToolRegistry
     from ._config import AgentConfig
     from ._soon import Schedule
 
@@ -38,6 +38,27 @@ __all__ = [
 
 _ARGUMENTS_SHOWN = 300
 """Characters of a call's arguments quoted in `discarded_calls_note`."""
+
+
+@final
+class _BatchCalls:
+    """The runner a `ToolBatcher` hands its Dispatcher: by name, or as classified.
+
+    The Dispatcher gives a classified call's tool to `run_resolved` (see
+    `Request.resolved` in the scheduler), so the lifecycle runs the tool the
+    gate classified, never a second lookup's.
+    """
+
+    __slots__ = ("_batcher",)
+
+    def __init__(self, batcher: ToolBatcher) -> None:
+        self._batcher = batcher
+
+    async def __call__(self, call: ToolCall) -> ToolResult:
+        return await self._batcher.run_call(call)
+
+    async def run_resolved(self, call: ToolCall, tool: Tool | None) -> ToolResult:
+        return await self._batcher.run_resolved(call, tool)
 
 
 def truncated_call_result(call: ToolCall) -> ToolResult:
@@ -148,6 +169,7 @@ class ToolBatcher:
         self._suspend = runner.suspend_point
         self._registry = registry
         self._runner = runner
+        self._calls = _BatchCalls(self)
         self._audit_enforced = runner.audit == "enforce"
         self._halt = halt
         self._emit = emit
@@ -195,23 +217,30 @@ class ToolBatcher:
         )
 
     async def run_call(self, call: ToolCall) -> ToolResult:
-        """Run one call: the watcher's refusal, or the lifecycle inside a tool span."""
+        """Run one call as the tool its name resolves to now (`run_resolved`)."""
+        return await self.run_resolved(call, self._registry.get(call.name))
+
+    async def run_resolved(self, call: ToolCall, tool: Tool | None) -> ToolResult:
+        """Run one call as `tool`: the watcher's refusal, or the lifecycle in a tool span.
+
+        `tool` is the one the Dispatcher classified the call by (issue 29, item 4).
+        """
         watcher = self._watcher
         if watcher is not None:
             refused = watcher.refusal(call)
             if refused is not None:
                 return refused
         if self._tracer.enabled:
-            result = await self._traced(call)
+            result = await self._traced(call, tool)
         else:
-            result = await self._runner(call)
+            result = await self._runner.run_resolved(call, tool)
         if watcher is not None and not (
             self._suspend is not None and self._suspend.waits(call)
         ):
             watcher.observe(call, result)
         return result
 
-    async def _traced(self, call: ToolCall) -> ToolResult:
+    async def _traced(self, call: ToolCall, tool: Tool | None) -> ToolResult:
         tracer = self._tracer
         span = tracer.start(
             f"execute_tool {call.name}",
@@ -230,7 +259,7 @@ class ToolBatcher:
             )
         try:
             with tracer.activate(span):  # a sub-agent's spans nest under this one
-                result = await self._runner(call)
+                result = await self._runner.run_resolved(call, tool)
             if result.is_error:
                 span.fail("tool_error", result.text[:200])
             if tracer.captures_payloads:
@@ -248,7 +277,7 @@ class ToolBatcher:
         def open_stream() -> AbstractAsyncContextManager[ToolStream]:
             return self._dispatcher.open_stream(
                 registry,
-                self.run_call,
+                self._calls,
                 self._started,
                 self._on_completed,
                 interrupt=self._halt,
@@ -307,7 +336,7 @@ class ToolBatcher:
                 results = await self._dispatcher.dispatch(
                     calls,
                     self._registry,
-                    self.run_call,
+                    self._calls,
                     self._started,
                     self._on_completed,
                     interrupt=self._halt,

@@ -14,7 +14,8 @@ invariants, each tested:
   (STYLE E1: the parent owns the order);
 * a call's context modifier is applied the moment it finishes, before any call
   that waits for it can start, so the outcome equals serial execution for
-  declared conflicts, context changes included (issue 13, item 4);
+  declared conflicts, context changes included (issue 13, item 4); one that
+  changes the toolset has the calls after it classified again (`_toolset`);
 * `on_completed` fires as each call finishes (completion order);
 * every call gets exactly one result; a call that did not run to the end gets a
   synthetic one (`is_error=True, synthetic=True`);
@@ -22,8 +23,7 @@ invariants, each tested:
 
 The parts: one `CallRecord` per call (`_call_record`), the waits in a pure
 `Readiness` table (`_readiness`), and here the admission loop, one coroutine
-per call (`_run`) and the one synchronous epilogue every answer goes through
-(`settle`).
+per call (`_run`) and the epilogue every answer goes through (`settle`).
 """
 
 from __future__ import annotations
@@ -51,15 +51,15 @@ from ._calls import (
     prepare,
 )
 from ._config import ConcurrencyConfig
-from ._gate import CallPlan, classify, starts_early
+from ._gate import CallPlan, starts_early
 from ._host import Host
 from ._latch import Latch
-from ._modifiers import apply_modifiers
 from ._policies import new_planner
 from ._readiness import Readiness
 from ._request import Request
 from ._results import fatal_raised, not_run, stopped_while_running
 from ._slots import Slots
+from ._toolset import apply_changed, reclassify
 
 __all__ = ["Batch"]
 
@@ -108,6 +108,8 @@ class Batch:
             if eager and planner.incremental
             else None
         )
+        cap = config.max_abandoned_threads
+        self._classify = partial(host.classify, request.registry, cap)
         self._slots = Slots(config.batch_cap)
         self.records: list[CallRecord] = []
         self._table = Readiness(planner)
@@ -150,11 +152,8 @@ class Batch:
         self._poke()
 
     def _add(self, call: ToolCall) -> None:
-        plan = classify(call, self.request.registry)
-        tool = plan.tool
-        if tool is not None and tool.runs_in_thread:
-            plan = self._host.cap_threads(plan, self.config.max_abandoned_threads)
-        index = self._table.add(plan)
+        plan = self._classify(call)
+        tool, index = plan.tool, self._table.add(plan)
         record = CallRecord(index, call, plan)
         self.records.append(record)
         self._host.waiting += 1
@@ -211,8 +210,7 @@ class Batch:
     def _start_ready(self) -> bool:
         """Start ready calls, lowest first, while slots are free; False if one must wait.
 
-        Synchronous: a burst of calls that find slots free starts without a
-        checkpoint or a coroutine per call.
+        Synchronous: a burst finding free slots starts with no checkpoint or coroutine.
         """
         slots, host_slots = self._slots, self._host.slots
         while self.stop is None:
@@ -276,7 +274,8 @@ class Batch:
                 host.running += 1
                 host.waiting -= 1
                 try:
-                    result = await self._scopes.run(record, self.request.runner)
+                    runner = self.request.runner_for(record.plan.tool)
+                    result = await self._scopes.run(record, runner)
                 finally:
                     host.running -= 1
         except BaseException as exc:
@@ -296,8 +295,7 @@ class Batch:
         """A call's task ends: its result, or a synthetic one saying why it has none."""
         if result is not None:
             if result.context_modifier is not None and self.stop != DISCARDED:
-                # issue 13 item 4: before any call ordered after this one starts.
-                apply_modifiers([result])
+                self._apply(record.index, result)
         elif record.state is _RUNNING:
             result = stopped_while_running(record.call, record.why or "cancelled")
         else:
@@ -306,6 +304,12 @@ class Batch:
         self._outstanding -= 1
         if self._admission_over and not self._outstanding:
             self._check_settled()
+
+    def _apply(self, index: int, result: ToolResult) -> None:
+        """Apply a call's context change; a new toolset reclassifies what did not start."""
+        if apply_changed(result, self.request.registry):
+            again = reclassify(self.records[index + 1 :], self._table, self._classify)
+            self._table.replan(new_planner(self.config.policy), again)
 
     def settle(
         self, record: CallRecord, result: ToolResult, *, ran: bool = False
@@ -387,8 +391,6 @@ class Batch:
         for scope in (self.scope, self.fallback_scope):
             if scope is not None:
                 scope.cancel()
-
-    # -- results -------------------------------------------------------------------
 
     @property
     def touched(self) -> bool:

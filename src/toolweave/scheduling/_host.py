@@ -7,8 +7,9 @@ from typing import final
 import anyio
 
 from .._native.threads import WorkerThreads
-from ..tools import Access
-from ._gate import CallPlan
+from ..messages import ToolCall
+from ..tools import Access, ToolRegistry
+from ._gate import CallPlan, classify
 from ._interrupt import InterruptToken
 from ._slots import Slots
 
@@ -63,6 +64,16 @@ class Host:
             finally:
                 unsubscribe()
         return not scope.cancelled_caught
+
+    def classify(
+        self, registry: ToolRegistry, max_abandoned: int, call: ToolCall
+    ) -> CallPlan:
+        """The gate's plan of `call` (`classify`), capped for this host's threads."""
+        plan = classify(call, registry)
+        tool = plan.tool
+        if tool is not None and tool.runs_in_thread:
+            plan = self.cap_threads(plan, max_abandoned)
+        return plan
 
     def cap_threads(self, plan: CallPlan, max_abandoned: int) -> CallPlan:
         """`plan`, made exclusive if it runs a sync tool while too many threads are abandoned.

@@ -4,22 +4,78 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import final
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
+
+from ._loops import LoopRef, current_loop
 
 __all__ = ["InterruptToken"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Home:
-    """The event loop a token's waiters and subscribers live on."""
+@dataclass(eq=False, slots=True)
+class _Subscriber:
+    """A callback and the loop it was subscribed on (None: outside any loop)."""
 
-    thread: int
-    loop: anyio.lowlevel.EventLoopToken
+    callback: Callable[[], None]
+    loop: LoopRef | None
+    handoff: _HandOff | None = None  # set once a cross-thread `set` queued it
+
+
+@final
+@dataclass(eq=False, slots=True)
+class _HandOff:
+    """One foreign loop's callbacks, taken by a cross-thread `set`, run once.
+
+    Whoever claims it first (under the token's lock) runs them: the callback
+    posted to the loop, or one of the subscribers' unsubscribe on that loop,
+    which may come before the loop ran what was posted, and after which the
+    loop may end without running it. The setting thread waits on `done`.
+    """
+
+    loop: LoopRef
+    callbacks: list[Callable[[], None]]
+    lock: threading.Lock
+    claimed: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+    error: Exception | None = None
+
+    def claim(self) -> bool:
+        """Take the callbacks to run (under the lock); False if taken already."""
+        taken, self.claimed = self.claimed, True
+        return not taken
+
+    def post(self) -> bool:
+        """Queue `run` on the loop; False (and dropped) if the loop has ended."""
+        if self.loop.post(self.run):
+            return True
+        self.drop()
+        return False
+
+    def run(self) -> None:
+        """On the loop: run the callbacks unless someone else has."""
+        with self.lock:
+            if not self.claim():
+                return
+        self.run_claimed()
+
+    def run_claimed(self) -> None:
+        try:
+            self.error = _call_all(self.callbacks)
+        finally:
+            self.done.set()
+
+    def wait(self) -> Exception | None:
+        """Until the callbacks ran; if the loop ended first they never will."""
+        self.loop.wait_run(self.done)
+        self.drop()
+        return self.error
+
+    def drop(self) -> None:
+        """What the loop has not run by now it never will: nobody may run it later."""
+        with self.lock:
+            self.claimed = True
 
 
 @final
@@ -29,22 +85,25 @@ class InterruptToken:
     `set()` cancels what the interrupted batch may cancel *synchronously*, through
     the callbacks the Dispatcher subscribed, so no watcher task is needed.
 
-    Thread affinity: `set` may be called from any thread. The token's home is
-    the event loop that first waits on it or subscribes to it; from another
+    Thread affinity: `set` may be called from any thread. Each subscriber (and
+    waiter) belongs to the event loop it subscribed on; a token may serve many
+    loops, one after another or at once. On the setting thread's loop (or with
+    no loop) the subscribers run synchronously inside `set`. From another
     thread (a UI thread, a timer, the caller of a framework's sync path while
-    its batch runs on a loop of its own) `set` hands the work to that loop and
-    returns once the subscribers have run there, so cancel scopes and events
-    are only ever touched on their own loop. A loop that has already ended has
-    nothing left to cancel: then `set` only marks the token. `wait` and
-    `subscribe` are for the home loop. The token may be created outside an
-    event loop.
+    its batch runs on a loop of its own) `set` hands each loop its own
+    subscribers and returns once they have run there, so cancel scopes and
+    events are only ever touched on their own loop; subscribers of one loop
+    run in subscription order. A loop that has ended has nothing left to
+    cancel: its subscribers are dropped and `set` only marks the token. `set`
+    never waits on a loop that can no longer run the hand-off: an unsubscribe
+    on that loop runs what was handed to it itself. `wait`, `subscribe` and the
+    unsubscriber are for the caller's own loop. The token may be created
+    outside an event loop.
     """
 
     def __init__(self) -> None:
         self._set = False
-        self._event: anyio.Event | None = None
-        self._callbacks: list[Callable[[], None]] = []
-        self._home: _Home | None = None
+        self._subscribers: list[_Subscriber] = []
         self._lock = threading.Lock()
 
     def is_set(self) -> bool:
@@ -52,66 +111,89 @@ class InterruptToken:
         return self._set
 
     def set(self) -> None:
-        """Interrupt. Idempotent; subscribers run now, in subscription order, on the home loop."""
-        if self._set:
-            return
-        home = self._home
-        if home is not None and home.thread != threading.get_ident():
-            try:
-                anyio.from_thread.run_sync(self._fire, token=home.loop)
-            except RuntimeError:  # that loop has ended (trio's RunFinishedError too)
-                self._fire()
-            return
-        self._fire()
+        """Interrupt. Idempotent; subscribers run now, in subscription order, on their loop.
 
-    def _fire(self) -> None:
+        A callback's exception is raised here once every subscriber ran.
+        """
         with self._lock:
             if self._set:
                 return
             self._set = True
-            callbacks, self._callbacks = self._callbacks, []
-            event = self._event
-        if event is not None:
-            event.set()
-        for callback in callbacks:
-            callback()
+            subscribers, self._subscribers = self._subscribers, []
+            here, handoffs = self._hand_off(subscribers)
+        posted = [handoff for handoff in handoffs if handoff.post()]
+        error = _call_all(here)  # meanwhile the other loops run theirs
+        for handoff in posted:
+            error = error or handoff.wait()
+        if error is not None:
+            raise error
+
+    def _hand_off(
+        self, subscribers: list[_Subscriber]
+    ) -> tuple[list[Callable[[], None]], list[_HandOff]]:
+        """Split into callbacks to run here and one hand-off per foreign loop (locked)."""
+        thread = threading.get_ident()
+        here: list[Callable[[], None]] = []
+        handoffs: dict[LoopRef, _HandOff] = {}
+        for sub in subscribers:
+            if sub.loop is None or sub.loop.thread == thread:
+                here.append(sub.callback)
+                continue
+            handoff = handoffs.get(sub.loop)
+            if handoff is None:
+                handoff = handoffs[sub.loop] = _HandOff(sub.loop, [], self._lock)
+            handoff.callbacks.append(sub.callback)
+            sub.handoff = handoff
+        return here, list(handoffs.values())
 
     async def wait(self) -> None:
         """Wait until set. A checkpoint."""
-        with self._lock:
-            if not self._set:
-                self._settle()
-                if self._event is None:
-                    self._event = anyio.Event()
-            event = self._event
-        if event is None:
-            await anyio.lowlevel.checkpoint()
-            return
-        await event.wait()
+        event = anyio.Event()
+        unsubscribe = self.subscribe(event.set)
+        try:
+            await event.wait()
+        finally:
+            unsubscribe()
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call `callback` on `set` (at once if already set); returns an unsubscriber."""
+        """Call `callback` on `set` (at once if already set); returns an unsubscriber.
+
+        Call the unsubscriber on the loop `subscribe` was called on: if a
+        cross-thread `set` has handed that loop its callbacks and the loop has
+        not run them yet, the unsubscriber runs them (this one included), so
+        the loop may end right after.
+        """
+        sub = _Subscriber(callback, current_loop())
         with self._lock:
             subscribed = not self._set
             if subscribed:
-                self._settle()
-                self._callbacks.append(callback)
+                self._subscribers.append(sub)
         if not subscribed:
             callback()
-            return lambda: None
+            return _nothing
+        return lambda: self._unsubscribe(sub)
 
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in self._callbacks:
-                    self._callbacks.remove(callback)
-
-        return unsubscribe
-
-    def _settle(self) -> None:
-        """Make the calling loop the token's home, if it has none (under the lock)."""
-        if self._home is None:
-            try:
-                loop = anyio.lowlevel.current_token()
-            except RuntimeError:  # no event loop here: a plain sync subscriber
+    def _unsubscribe(self, sub: _Subscriber) -> None:
+        with self._lock:
+            if sub in self._subscribers:
+                self._subscribers.remove(sub)
                 return
-            self._home = _Home(threading.get_ident(), loop)
+            handoff = sub.handoff
+            if handoff is None or not handoff.claim():
+                return
+        handoff.run_claimed()
+
+
+def _call_all(callbacks: list[Callable[[], None]]) -> Exception | None:
+    """Call each in order; the first exception, once all were called."""
+    error: Exception | None = None
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception as exc:  # one failing callback must not skip the rest
+            error = error or exc
+    return error
+
+
+def _nothing() -> None:
+    """The unsubscriber of a callback that was called at once."""

@@ -13,8 +13,16 @@ serial-equivalent for the conflicts it knows about.
 | conflict        | an edge only where Access conflicts (ours)                        |
 
 A call that provably runs nothing (`CallPlan.runs_nothing`: an unknown tool or
-input that fails its schema) has no dependencies under any policy and is no one's
-dependency: it is answered at once and never splits or serializes a batch.
+input that fails its schema) is no one's dependency: it never splits or
+serializes a batch. It waits only for the last earlier barrier (an exclusive
+call, under `partition`/`rwlock`/`all_or_nothing`): a barrier's context
+modifier may change the toolset (register the unknown name, re-register the
+tool whose schema refused the input), and serially the call would be looked up
+after it (issue 29, item 4). A batch with no barrier, or no such call, pays
+nothing for this. A call of a known tool that declares it touches nothing
+(`Access()`) still overlaps a barrier under `conflict` (issue 13): if the
+barrier re-registers that very name, the call ran as the tool it was
+classified by, and the scheduler's warning names it (`_toolset`).
 
 Under every policy a call waits for its dependencies *outside* the slots: it
 takes a slot (and fires `on_started`) only once it is ready, so a waiting call
@@ -71,9 +79,12 @@ class _AllOrNothing:
     def deps(self, index: int, plans: Plans) -> tuple[int, ...]:
         if self._parallel is None:
             self._parallel = all(p.parallel_ok for p in plans)
-        if self._parallel or plans[index].runs_nothing:
+        if self._parallel:
             return ()
-        last, self._last = self._last, index
+        last = self._last
+        if plans[index].runs_nothing:  # after the chain so far; not in it
+            return (last,) if last >= 0 else ()
+        self._last = index
         return (last,) if last >= 0 else ()
 
 
@@ -89,7 +100,7 @@ class _SharedExclusive:
     def deps(self, index: int, plans: Plans) -> tuple[int, ...]:
         last = self._last_exclusive
         if plans[index].runs_nothing:
-            return ()
+            return (last,) if last >= 0 else ()
         if plans[index].parallel_ok:
             self._shared_since.append(index)
             return (last,) if last >= 0 else ()
@@ -107,12 +118,15 @@ class _Conflict:
     def __init__(self) -> None:
         self._reads: list[tuple[int, str]] = []
         self._writes: list[tuple[int, str]] = []
+        self._barrier = -1
 
     def deps(self, index: int, plans: Plans) -> tuple[int, ...]:
-        access = plans[index].access
+        plan = plans[index]
+        access = plan.access
         if not access.writes:
-            if not access.reads:
-                return ()  # touches nothing shared
+            if not access.reads:  # touches nothing shared
+                barrier = self._barrier  # its lookup may: after a barrier's change
+                return (barrier,) if plan.runs_nothing and barrier >= 0 else ()
             if not self._writes:  # a read, and nothing earlier writes: no wait
                 for key in access.reads:
                     self._reads.append((index, key))
@@ -135,6 +149,7 @@ class _Conflict:
             # Everything earlier that touched anything is now a dependency of this
             # call, so later calls need only wait for the barrier itself.
             self._reads, self._writes = [], [(index, "*")]
+            self._barrier = index
         else:
             for key in access.reads:
                 self._reads.append((index, key))

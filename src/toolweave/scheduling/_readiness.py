@@ -24,7 +24,7 @@ Loop affinity: none (plain Python state); the batch uses it from one loop.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import final
 
 from ._gate import CallPlan
@@ -121,6 +121,31 @@ class Readiness:
                 else:
                     waiters.append(index)
         self._release(index, 1 - waiting)
+
+    def replan(self, planner: Planner, again: Collection[int]) -> None:
+        """Draw the waits again with a fresh `planner`, after plans changed (issue 29, item 4).
+
+        `again`: the calls whose plan was replaced; each must be planned (or
+        not yet planned), neither started nor finished. Each of them drops its
+        old waits (and leaves the ready heap) and is planned anew; every other
+        planned call is shown to the planner in call order, so its state is as
+        if the batch had been planned with the new plans from the start, but
+        keeps its waits. Calls not planned yet are planned later as usual.
+        """
+        self._planner = planner
+        holds, dependents = self._holds, self._dependents
+        for waiters in dependents:
+            if waiters is not None:
+                waiters[:] = [i for i in waiters if i not in again]
+        self._ready = [i for i in self._ready if i not in again]
+        heapq.heapify(self._ready)
+        planned, plans = self.planned, self.plans
+        for index in range(planned):
+            deps = planner.deps(index, plans)
+            if index in again:
+                holds[index] = 1 + (index in self._unprepared)
+                self._plan(index, deps)
+        self.planned = planned
 
     def prepared(self, index: int) -> bool:
         """The readiness step of the call at `index` ran; True if that made it ready."""

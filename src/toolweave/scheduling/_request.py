@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
-from ..tools import ToolRegistry
+from ..messages import ToolCall, ToolResult
+from ..tools import Tool, ToolRegistry
 from ._calls import CompletedListener, Runner, StartedListener
 from ._interrupt import InterruptToken
 
-__all__ = ["Request"]
+__all__ = ["Request", "ResolvedRunner"]
+
+ResolvedRunner = Callable[[ToolCall, Tool | None], Awaitable[ToolResult]]
+"""``async (call, tool) -> ToolResult``: run `call` as `tool`, with no lookup of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +36,23 @@ class Request:
     """Called with each call and its result as it finishes."""
     interrupt: InterruptToken | None = None
     """When set: CANCEL calls stop, BLOCK calls run on, the rest never start."""
+    resolved: ResolvedRunner | None = field(default=None, init=False)
+    """The runner's ``run_resolved(call, tool)``, if it has one (`ToolRunner` does).
+
+    The batch classifies each call by the tool its name resolves to; a runner
+    that looked the name up again when the call runs could run another tool
+    than the one classified (a context modifier re-registered the name in
+    between). Given the tool, it runs exactly that one (issue 29, item 4).
+    """
+
+    def __post_init__(self) -> None:
+        resolved = getattr(self.runner, "run_resolved", None)
+        if callable(resolved):
+            object.__setattr__(self, "resolved", resolved)
+
+    def runner_for(self, tool: Tool | None) -> Runner:
+        """The runner of a call the gate classified as `tool` (None: an unknown name)."""
+        resolved = self.resolved
+        if resolved is None:
+            return self.runner
+        return lambda call: resolved(call, tool)

@@ -169,6 +169,16 @@ class SessionRecorder:
         self._end: RunOutcome | None = None
         self._renewed = 0.0
 
+    @property
+    def run_number(self) -> int | None:
+        """The run's number in its session, None before it is known.
+
+        `run` once begun, else (inside `recording`) the number it will get.
+        """
+        if self.run is not None:
+            return self.run
+        return self._next_run or None
+
     # -- entry points ------------------------------------------------------------------
 
     def record(self, event: Event) -> None:

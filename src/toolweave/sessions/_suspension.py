@@ -43,6 +43,11 @@ class Suspension:
     """The iteration of the suspended batch (the resumed run goes on from it)."""
     always: tuple[tuple[str, str | None], ...] = ()
     """The session's "always" approvals so far (restored on resume)."""
+    signals: tuple[tuple[str, str, str], ...] = ()
+    """What hooks said about the batch's calls before it suspended (PostToolUse
+    context of the calls that ran, PreToolUse context of the waiting ones), as
+    ``(kind, call key, text)``: the resumed batch ends with it as an
+    uninterrupted one would."""
     session_id: str | None = None
     """The stored session, when it came from a store."""
     _claimed: list[bool] = field(default_factory=list, compare=False, repr=False)
@@ -143,6 +148,10 @@ def suspension_from_store(
             for tool, subject in data.get("always", ())
         )
         iteration = int(data.get("iteration", 0))
+        signals = tuple(
+            (str(kind), str(key), str(text))
+            for kind, key, text in data.get("signals", ())
+        )
     except (TypeError, ValueError) as exc:
         raise StoreError(f"a stored suspension is malformed: {exc!r}") from exc
     pending = tuple(_pending_from_json(p) for p in data.get("pending", ()))
@@ -154,5 +163,6 @@ def suspension_from_store(
         done=done,
         iteration=iteration,
         always=always,
+        signals=signals,
         session_id=session_id,
     )

@@ -23,8 +23,14 @@ __all__ = [
     "ShownResult",
     "ToolContext",
     "TranscriptView",
+    "idempotency_key",
     "result_digest",
 ]
+
+
+def idempotency_key(scope: str, call: ToolCall, attempt: int = 1) -> str:
+    """``<scope>/<call ref>/<attempt>``: a call attempt's key (`ToolContext.idempotency_key`)."""
+    return f"{scope or 'unscoped'}/{call.ref}/{attempt}"
 
 
 def result_digest(call: ToolCall, text: str) -> bytes:
@@ -183,6 +189,11 @@ class SessionState:
     """Tool-specific shared state (todos, caches); guarded by `lock`."""
     sandbox: SandboxMode | None = None
     """The sandbox mode of bash calls (`AgentConfig.sandbox`); None = each tool's own."""
+    call_scope: str = ""
+    """What sets this run's calls apart from every other run's: ``<session id>/<run>``
+    for a recorded run (the store's session id and run number), else the run's id.
+    The agent loop sets it on its run's state; it prefixes every
+    `ToolContext.idempotency_key`."""
 
 
 def _ignore_progress(message: str, fraction: float | None) -> None:
@@ -214,6 +225,18 @@ class ToolContext:
     _: KW_ONLY
     progress: Callable[[str, float | None], None] = _ignore_progress
     """Where progress goes; use `report_progress`."""
+    idempotency_key: str = ""
+    """A key for this call attempt, stable wherever and whenever it runs: pass it
+    to an external service (a payment's or an email's idempotency key, a ticket's
+    external id) so a repeated delivery of the same attempt is deduplicated.
+
+    ``<session id>/<run>/<call ref>/<attempt>`` (`idempotency_key`): the store's
+    identity of the call (`CallRecord.key`), or the run's id in place of
+    session and run when nothing records it. The same on a Ray worker as on the
+    driver, and the same when the store is read after a crash. A resumed session
+    never runs a finished or interrupted call again; the model's repeat of a call
+    is a new call with a new key. ``attempt`` is 1: toolweave runs each call
+    once. Given (a remote call's driver-side key), it is kept as it is."""
 
     def __init__(
         self,
@@ -221,12 +244,20 @@ class ToolContext:
         state: SessionState = _FRESH,
         *,
         progress: Callable[[str, float | None], None] = _ignore_progress,
+        idempotency_key: str | None = None,
     ) -> None:
         # The generated __init__, written out: one is made per call (see
         # toolweave._records.slot_setter).
+        session = SessionState() if state is _FRESH else state
         _context_call(self, call)
-        _context_state(self, SessionState() if state is _FRESH else state)
+        _context_state(self, session)
         _context_progress(self, progress)
+        _context_key(
+            self,
+            _key(session.call_scope, call)
+            if idempotency_key is None
+            else idempotency_key,
+        )
 
     @property
     def call_id(self) -> str:
@@ -242,3 +273,5 @@ class ToolContext:
 _context_call = slot_setter(ToolContext, "call")
 _context_state = slot_setter(ToolContext, "state")
 _context_progress = slot_setter(ToolContext, "progress")
+_context_key = slot_setter(ToolContext, "idempotency_key")
+_key = idempotency_key

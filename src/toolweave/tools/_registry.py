@@ -35,16 +35,18 @@ __all__ = ["ToolLike", "ToolRegistry", "as_tool"]
 class ToolRegistry:
     """The tools of one session, by name and alias.
 
-    Not mutated during a batch, so the gate and the workers may read it at once
-    without a lock. Registering a name or alias twice is an error. A plain
-    function among `tools` is wrapped by `@tool` with its defaults (SEQUENTIAL,
-    undeclared access).
+    Mutated during a batch only by a context modifier, which the scheduler
+    applies on the loop between calls (`generation` counts the changes), so
+    the gate and the workers may read it without a lock. Registering a name or
+    alias twice is an error. A plain function among `tools` is wrapped by
+    `@tool` with its defaults (SEQUENTIAL, undeclared access).
     """
 
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._names: dict[str, Tool] = {}
         self._warming = 0
+        self._generation = 0
         for t in tools:
             self.register(as_tool(t))
 
@@ -57,6 +59,7 @@ class ToolRegistry:
         for key in (tool.name, *tool.aliases):
             self._names[key] = tool
         self._warming += tool.needs_warming
+        self._generation += 1
 
     def unregister(self, name: str) -> None:
         """Remove the tool called `name` (and its aliases); no error if absent."""
@@ -65,6 +68,17 @@ class ToolRegistry:
             for key in (tool.name, *tool.aliases):
                 self._names.pop(key, None)
             self._warming -= tool.needs_warming
+            self._generation += 1
+
+    @property
+    def generation(self) -> int:
+        """A count of the changes to the toolset: a name registered or removed.
+
+        The scheduler compares it before and after a context modifier: a change
+        means the calls after that one must be classified again (what a name
+        resolves to, and so what the call may overlap, may have changed).
+        """
+        return self._generation
 
     def get(self, name: str) -> Tool | None:
         """The tool with this name or alias, or None."""

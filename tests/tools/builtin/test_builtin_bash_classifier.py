@@ -735,16 +735,16 @@ def test_conservative_mode_keeps_only_the_core(command: str) -> None:
 
 
 def test_user_prefixes_extend_the_allow_list_by_whole_words() -> None:
-    prefixes = parse_prefixes(["bd show", "gh api --method GET", "mise tasks ls"])
-    ok = ["bd show 12", "gh api --method GET /repos/x", "mise tasks ls", "bd show $ID"]
+    prefixes = parse_prefixes(["bd show", "kubectl get pods", "mise tasks ls"])
+    ok = ["bd show 12", "kubectl get pods -A", "mise tasks ls", "bd show $ID"]
     for command in ok:
         assert not is_read_only(command)
         assert is_read_only(command, read_only_commands=prefixes), command
     bad = [
         "bd shows",
         "bd close 12",
-        "gh api --method POST /x",
-        "gh api /x",
+        "kubectl delete pods x",
+        "kubectl get secrets",
         "bd show 1 > out",
         "bd show $(rm x)",
         "X=1 bd show",
@@ -769,9 +769,9 @@ def test_bad_user_prefixes_are_config_errors(bad: list[str]) -> None:
 def test_bash_tool_learns_prefixes() -> None:
     tool = BashTool(".", read_only_commands=["bd show"])
     assert tool.concurrency_for({"command": "bd show 1"}) is Concurrency.SAFE
-    assert tool.concurrency_for({"command": "gh api x"}) is Concurrency.SEQUENTIAL
-    tool.teach(["gh api"])
-    assert tool.concurrency_for({"command": "gh api x"}) is Concurrency.SAFE
+    assert tool.concurrency_for({"command": "bd list"}) is Concurrency.SEQUENTIAL
+    tool.teach(["bd list"])
+    assert tool.concurrency_for({"command": "bd list"}) is Concurrency.SAFE
 
 
 def test_git_reads_run_without_textconv_or_external_diff() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ._gh import gh_read_only
 from ._git import git_read_only
 from ._options import OptionSpec, first_operand, option_width, options_ok, spec
 from ._sed import sed_script_read_only
@@ -299,23 +300,6 @@ def _xxd(args: Argv) -> bool:
     return options_ok(args, s) and not any(a in ("-r", "-R") for a in args if a)
 
 
-_GH_VIEW = spec("c", "qtRb", "comments", "json jq template repo branch")
-_GH_VIEWABLE = frozenset({"pr", "issue", "repo", "release"})
-
-
-def _gh(args: Argv) -> bool:
-    """gh: ``gh pr|issue|repo|release view`` only, never ``--web`` (opens a browser).
-
-    Read-only with respect to the workspace and the machine: it reads the
-    network (GitHub's API) and gh's own config; gh's update-check state file
-    under ``~/.local/state`` is the one write it may try, which the read-only
-    sandbox refuses and gh ignores.
-    """
-    if len(args) < 2 or args[0] not in _GH_VIEWABLE or args[1] != "view":
-        return False
-    return options_ok(args[2:], _GH_VIEW)
-
-
 _HELP_SAFE = frozenset(
     {"git", "node", "python", "python3", "pip", "pip3", "make", "docker", "tar", "cp",
      "mv", "rm", "mkdir", "ln", "touch", "tee", "curl", "wget", "find", "xargs", "env",
@@ -354,7 +338,7 @@ _CHECKERS: dict[str, Callable[[Argv], bool]] = {
     "find": _find,
     "git": git_read_only,
     "xxd": _xxd,
-    "gh": _gh,
+    "gh": gh_read_only,
 }
 
 _WRAPPERS = frozenset({"timeout", "nice", "command", "xargs", "env", "time"})

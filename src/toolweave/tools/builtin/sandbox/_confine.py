@@ -69,18 +69,25 @@ def read_rules(root: Path, reads: Sequence[str]) -> list[tuple[str, int]] | None
     at = Path("/")
     for part in root.parts[1:]:
         try:
-            names = os.listdir(at)
+            with os.scandir(at) as entries:  # the entry type without a stat
+                for entry in entries:
+                    if entry.name != part:
+                        rules.append((entry.path, _entry_right(entry)))
         except OSError:
             return None
-        for name in names:
-            if name != part:
-                path = str(at / name)
-                rules.append((path, _read_right(path)))
         if len(rules) > MAX_ANCESTOR_ENTRIES:
             return None
         at = at / part
     rules += [(path, _read_right(path)) for path in reads]
     return rules
+
+
+def _entry_right(entry: os.DirEntry[str]) -> int:
+    """`_read_right` of a listed entry (a link is followed, as `os.path.isdir` does)."""
+    try:
+        return FS_READ if entry.is_dir() else EXECUTE | READ_FILE
+    except OSError:
+        return EXECUTE | READ_FILE
 
 
 def bwrap_binds(root: Path, reads: Sequence[str], grants: Sequence[Grant]) -> list[str]:

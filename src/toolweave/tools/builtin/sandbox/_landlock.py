@@ -34,7 +34,6 @@ import errno
 import os
 import platform
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
 
 __all__ = [
@@ -185,12 +184,6 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    path: str
-    rights: int
-
-
 class Ruleset:
     """A Landlock ruleset held as a file descriptor: allowed paths, optionally no TCP.
 
@@ -242,31 +235,38 @@ class Ruleset:
         )
         """The ruleset's file descriptor (close-on-exec)."""
         try:
-            for rule in (_Rule(path, rights & fs_all(abi)) for path, rights in rules):
-                self._add(add, rule)
+            self._add_all(add, rules, fs_all(abi))
         except BaseException:
             self.close()
             raise
 
-    def _add(self, add: int, rule: _Rule) -> None:
-        try:
-            path_fd = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return
-        try:
-            beneath = _PathBeneathAttr(rule.rights, path_fd)
-            _check(
-                _syscall(
-                    ctypes.c_long(add),
-                    ctypes.c_int(self.fd),
-                    ctypes.c_int(_RULE_PATH_BENEATH),
-                    ctypes.byref(beneath),
-                    ctypes.c_uint32(0),
-                ),
-                f"landlock_add_rule({rule.path})",
-            )
-        finally:
-            os.close(path_fd)
+    def _add_all(self, add: int, rules: Iterable[tuple[str, int]], known: int) -> None:
+        """One ``landlock_add_rule`` per rule; a path that does not exist is skipped.
+
+        The syscall's arguments are wrapped once and one attribute record is
+        reused: a spawn can carry a thousand read rules (the entries next to
+        the workspace's ancestors), and per-rule ctypes wrapping was half of
+        its cost.
+        """
+        beneath = _PathBeneathAttr(0, -1)
+        args = (
+            ctypes.c_long(add),
+            ctypes.c_int(self.fd),
+            ctypes.c_int(_RULE_PATH_BENEATH),
+            ctypes.byref(beneath),
+            ctypes.c_uint32(0),
+        )
+        for path, rights in rules:
+            try:
+                path_fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                beneath.allowed_access = rights & known
+                beneath.parent_fd = path_fd
+                _check(_syscall(*args), f"landlock_add_rule({path})")
+            finally:
+                os.close(path_fd)
 
     def close(self) -> None:
         """Release the descriptor (a started child keeps its own restriction)."""
