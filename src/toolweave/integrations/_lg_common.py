@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar, final
 
 import anyio
@@ -29,6 +30,7 @@ from langgraph.runtime import ExecutionInfo
 from langgraph.types import Command
 
 from ..scheduling import InterruptToken
+from ._blocking import run_blocking
 from ._foreign import ForeignScheduler, Outcome, Raised
 from ._send_batch import Seat, SendBatch, SendBatches
 
@@ -184,6 +186,30 @@ async def run_bridged(
 def bridge_of(token: InterruptToken | None) -> LoopBridge | None:
     """A `LoopBridge` for the run's token; None without one."""
     return None if token is None else LoopBridge(token)
+
+
+def run_seated_sync(
+    seat: Seat | None,
+    token: InterruptToken | None,
+    fn: Callable[[InterruptToken | None], Awaitable[T]],
+) -> T:
+    """The sync path's one way to run: wait for `seat`, then ``fn`` on a private loop.
+
+    `seat` is the call's place in its message's batch under a ``Send`` fan-out
+    (None: the whole batch came at once); interrupted while it waits, ``fn``
+    answers its calls "not run". ``fn`` gets the run's `token` through a
+    `LoopBridge`. The seat is left and the bridge closed whatever happens.
+    """
+    bridge = bridge_of(token)
+    try:
+        if seat is not None:
+            seat.wait_sync(token)
+        return run_blocking(partial(run_bridged, bridge, fn))
+    finally:
+        if seat is not None:
+            seat.leave()
+        if bridge is not None:
+            bridge.close()
 
 
 def _messages_of(state: Any) -> Sequence[Any]:

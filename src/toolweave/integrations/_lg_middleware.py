@@ -39,19 +39,17 @@ from langgraph.types import Command
 
 from ..scheduling import InterruptToken
 from ..tools import run_in_worker_thread
-from ._blocking import run_blocking
 from ._declaration import Declarations, checked_declarations
 from ._foreign import ForeignScheduler
 from ._lg_common import (
     FanOut,
     Output,
     Unanswerable,
-    bridge_of,
     describe,
     error_message,
     interrupt_of,
     no_value,
-    run_bridged,
+    run_seated_sync,
 )
 
 __all__ = ["ScheduledToolMiddleware"]
@@ -155,7 +153,6 @@ class ScheduledToolMiddleware(AgentMiddleware):
         """Wait for the call's turn in its message, then run it (sync path)."""
         seat = self._seat(request)
         token = interrupt_of(request.runtime.config)
-        bridge = bridge_of(token)
 
         def start(req: ToolCallRequest) -> Awaitable[Output]:
             return run_in_worker_thread(partial(handler, req))
@@ -163,16 +160,7 @@ class ScheduledToolMiddleware(AgentMiddleware):
         def run(interrupt: InterruptToken | None) -> Awaitable[Output]:
             return self._run(request, start, interrupt)
 
-        try:
-            if seat is not None:  # interrupted while waiting: answered "not run"
-                seat.wait_sync(token)
-            value = run_blocking(partial(run_bridged, bridge, run))
-        finally:
-            if seat is not None:
-                seat.leave()
-            if bridge is not None:
-                bridge.close()
-        return value  # type: ignore[return-value]
+        return run_seated_sync(seat, token, run)  # type: ignore[return-value]
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: _AsyncHandler

@@ -57,7 +57,6 @@ from pydantic import BaseModel
 
 from ..scheduling import InterruptToken
 from ..tools import run_in_worker_thread
-from ._blocking import run_blocking
 from ._declaration import Declaration, Declarations, checked_declarations
 from ._foreign import ForeignScheduler
 from ._lg_common import (
@@ -65,12 +64,11 @@ from ._lg_common import (
     FanOut,
     SplitBatchWarning,
     Unanswerable,
-    bridge_of,
     describe,
     error_message,
     interrupt_of,
     no_value,
-    run_bridged,
+    run_seated_sync,
 )
 from ._lg_common import Output as _Output
 from ._send_batch import Seat
@@ -315,21 +313,11 @@ class ScheduledToolNode(ToolNode):
         tool_calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, config, runtime, tool_calls)
         seat = self._seat_of(input_type, tool_calls, runtimes, runtime)
-        token = interrupt_of(config)
-        bridge = bridge_of(token)
 
         def batch(interrupt: InterruptToken | None) -> Awaitable[list[_Output]]:
             return self._schedule(
                 tool_calls, config, input_type, runtimes, sync=True, interrupt=interrupt
             )
 
-        try:
-            if seat is not None:  # interrupted while waiting: answered "not run"
-                seat.wait_sync(token)
-            outputs = run_blocking(partial(run_bridged, bridge, batch))
-        finally:
-            if seat is not None:
-                seat.leave()
-            if bridge is not None:
-                bridge.close()
+        outputs = run_seated_sync(seat, interrupt_of(config), batch)
         return self._combine_tool_outputs(outputs, input_type)
